@@ -1,0 +1,203 @@
+"""Verdicts, statuses and the records every grading pass produces."""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired
+
+from pydantic import BaseModel, Field, model_validator
+from typing_extensions import TypedDict
+
+GraderVerdict = Literal["satisfied", "needs_revision", "failed"]
+"""What the grader itself may answer.
+
+- `satisfied`: every criterion passes.
+- `needs_revision`: at least one criterion fails; the agent runs again.
+- `failed`: the rubric is malformed or cannot be judged from what the grader has.
+"""
+
+EvaluationResult = Literal["satisfied", "needs_revision", "failed", "grader_error"]
+"""The `result` of one grading pass: the judge's verdict, or `grader_error` when
+the grader sub-agent itself raised and so gave no verdict."""
+
+RubricStatus = Literal[
+    "satisfied", "needs_revision", "failed", "grader_error", "max_iterations_reached"
+]
+"""The loop's status after a pass. Only `needs_revision` keeps the loop going."""
+
+TERMINAL_STATUSES: frozenset[str] = frozenset(
+    {"satisfied", "failed", "grader_error", "max_iterations_reached"}
+)
+"""Statuses that end a grading run; the same rubric passed again starts a new run."""
+
+STATUS_DESCRIPTIONS: dict[str, str] = {
+    "satisfied": "Every criterion of the rubric passed.",
+    "needs_revision": (
+        "The grader found failing criteria; their feedback went back to the agent "
+        "and it is revising."
+    ),
+    "max_iterations_reached": (
+        "The grader still wanted changes when the cap on grading passes was hit; "
+        "the agent's last answer is left as it was."
+    ),
+    "failed": (
+        "The grader judged the rubric malformed or impossible to evaluate; "
+        "fix the rubric (or give the grader a tool) and run again."
+    ),
+    "grader_error": (
+        "The grader itself broke (timeout, missing credentials, unusable output); "
+        "the explanation holds the exception. The agent's answer was not judged."
+    ),
+}
+"""One sentence per status, for READMEs, CLIs and dashboards."""
+
+RUBRIC_GRADER_MESSAGE_SOURCE = "rubric_grader"
+"""`name` and `additional_kwargs["lc_source"]` of the feedback messages the loop
+injects, so UIs and evals can tell the grader's turns from the user's."""
+
+
+class CriterionVerdict(TypedDict):
+    """One criterion as judged in one pass."""
+
+    name: str
+    """What the criterion checks, as the rubric states it."""
+
+    passed: bool
+    """Whether the work meets it."""
+
+    gap: NotRequired[str]
+    """Only on failing criteria: what is missing or wrong, specific enough to act on."""
+
+
+class Criterion(BaseModel):
+    """A criterion verdict as the grader must state it (reasoning before verdict)."""
+
+    name: str = Field(
+        description=(
+            "The criterion being judged, copied from the numbered checklist in the request."
+        ),
+    )
+    evidence: str = Field(
+        default="",
+        description="What in the transcript or in tool results supports the verdict.",
+    )
+    passed: bool = Field(description="True only if the evidence positively confirms it.")
+    gap: str | None = Field(
+        default=None,
+        description=(
+            "Required when passed is false: a short, actionable instruction saying what "
+            "is missing or wrong. Leave empty when passed is true."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _gap_on_failure(self) -> Criterion:
+        if not self.name.strip():
+            msg = "criterion name must not be empty"
+            raise ValueError(msg)
+        if not self.passed and not (self.gap or "").strip():
+            msg = f"criterion {self.name!r} failed but has no gap: say what must change"
+            raise ValueError(msg)
+        return self
+
+    def as_verdict(self) -> CriterionVerdict:
+        """The stored form: `{name, passed}` plus `gap` on failures only."""
+        verdict: CriterionVerdict = {"name": self.name.strip(), "passed": self.passed}
+        if not self.passed:
+            verdict["gap"] = (self.gap or "").strip()
+        return verdict
+
+
+class GraderResponse(BaseModel):
+    """The structured verdict the grader returns, once per grading pass.
+
+    A verdict that contradicts itself is rejected at validation, so the grader
+    is told to correct it rather than having it accepted as-is.
+    """
+
+    criteria: list[Criterion] = Field(
+        description=(
+            "Exactly one entry per criterion of the checklist, in checklist order. "
+            "Never skip or merge criteria."
+        ),
+    )
+    explanation: str = Field(
+        description="One or two sentences summarising the verdict, addressed to the agent.",
+    )
+    result: GraderVerdict = Field(
+        description=(
+            "'satisfied' only if every criterion passed; 'needs_revision' if at least one "
+            "failed; 'failed' if the rubric itself cannot be evaluated."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GraderResponse:
+        failing = [c.name for c in self.criteria if not c.passed]
+        if self.result == "satisfied" and failing:
+            msg = (
+                "result is 'satisfied' but these criteria failed: "
+                f"{', '.join(failing)}; use 'needs_revision' or correct the criteria"
+            )
+            raise ValueError(msg)
+        if self.result == "needs_revision" and self.criteria and not failing:
+            msg = (
+                "result is 'needs_revision' but every criterion passed; "
+                "mark the failing criteria with a gap, or answer 'satisfied'"
+            )
+            raise ValueError(msg)
+        return self
+
+
+class RubricEvaluation(TypedDict):
+    """One grading pass, as kept in `_rubric_evaluations`, sent to `on_evaluation`
+    and stored by the runner. Every field is always present."""
+
+    grading_run_id: str
+    """Shared by every pass of one rubric attempt."""
+
+    iteration: int
+    """Zero-based index of the pass within its attempt."""
+
+    result: EvaluationResult
+    """The judge's verdict for this pass, or `grader_error`. At the iteration cap it
+    stays `needs_revision`; the loop's verdict is in `status`."""
+
+    status: RubricStatus
+    """The loop's status after this pass (`max_iterations_reached` at the cap)."""
+
+    explanation: str
+    """The grader's summary; on `grader_error`, the exception type, HTTP status when
+    it has one, and message."""
+
+    criteria: list[CriterionVerdict]
+    """Per-criterion verdicts in rubric order; empty on `grader_error`."""
+
+    draft: str
+    """The agent's answer this pass judged (the text of its final message)."""
+
+    started_at: float
+    """Unix time at which the pass began."""
+
+    duration_s: float
+    """Wall-clock seconds the pass took, grader retries included."""
+
+    grader_attempts: int
+    """Grader calls made in this pass (transient-failure and coverage retries count)."""
+
+    grader_input_tokens: int
+    """Input tokens the grader's model reported for this pass (0 if it reports none)."""
+
+    grader_output_tokens: int
+    """Output tokens the grader's model reported for this pass (0 if it reports none)."""
+
+
+class RubricEvent(TypedDict):
+    """Payload written to LangGraph's custom stream around each grading pass."""
+
+    type: Literal["rubric_evaluation_start", "rubric_evaluation_end"]
+    grading_run_id: str
+    iteration: int
+    result: NotRequired[EvaluationResult]
+    status: NotRequired[RubricStatus]
+    explanation: NotRequired[str]
+    criteria: NotRequired[list[CriterionVerdict]]
