@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rubric_core.middleware import RubricMiddleware, RubricState
+from rubric_core.rubric import RubricError, parse_rubric, validate_rubric
 from rubric_core.schema import (
     RUBRIC_GRADER_MESSAGE_SOURCE,
     STATUS_DESCRIPTIONS,
@@ -14,17 +16,11 @@ __all__ = [
     "RUBRIC_GRADER_MESSAGE_SOURCE",
     "STATUS_DESCRIPTIONS",
     "GraderResponse",
+    "RubricError",
     "RubricEvaluation",
     "RubricMiddleware",
+    "RubricState",
     "RubricStatus",
+    "parse_rubric",
+    "validate_rubric",
 ]
-
-
-def __getattr__(name: str) -> object:
-    # The middleware pulls in LangChain; keep `import rubric_core.schema` light.
-    if name == "RubricMiddleware":
-        from rubric_core.middleware import RubricMiddleware
-
-        return RubricMiddleware
-    msg = f"module 'rubric_core' has no attribute {name!r}"
-    raise AttributeError(msg)

@@ -1,0 +1,424 @@
+"""RubricMiddleware: grade the agent against a rubric when it would finish, and loop."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    OmitFromInput,
+    hook_config,
+)
+from langchain_core.messages import HumanMessage
+from langgraph.errors import GraphBubbleUp
+
+from rubric_core.grader import Grader, RetryPolicy, _Usage, describe_exception, final_answer
+from rubric_core.rubric import validate_rubric
+from rubric_core.schema import (
+    RUBRIC_GRADER_MESSAGE_SOURCE,
+    TERMINAL_STATUSES,
+    RubricEvaluation,
+    RubricStatus,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.tools import BaseTool
+    from langgraph.runtime import Runtime
+
+logger = logging.getLogger(__name__)
+
+_MAX_ITERATIONS_CAP = 20
+_DEFAULT_TRANSCRIPT_BUDGET = 48_000
+
+
+def _append(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    return [*(left or []), *(right or [])]
+
+
+class RubricState(AgentState):
+    """State the middleware adds to the agent.
+
+    `rubric` is the only input. The rest is bookkeeping that callers read back from
+    the dict `invoke()` returns or from `agent.get_state(config).values`; it is
+    omitted from the input schema so a caller cannot forge it.
+    """
+
+    rubric: NotRequired[str]
+    """The checklist the work must meet, one criterion per line. Sticky on a thread."""
+
+    _rubric_status: NotRequired[Annotated[RubricStatus | None, OmitFromInput]]
+    """The loop's status after the latest pass (`None` before the first pass of an attempt)."""
+
+    _rubric_iterations: NotRequired[Annotated[int, OmitFromInput]]
+    """Grading passes completed in the current attempt."""
+
+    _rubric_evaluations: NotRequired[
+        Annotated[list[RubricEvaluation], OmitFromInput, _append]
+    ]
+    """Every pass on this thread, oldest first. The reducer appends each pass (it must
+    be the last annotation: LangGraph only reads the final metadata item as a reducer)."""
+
+    _current_grading_run_id: NotRequired[Annotated[str, OmitFromInput]]
+    """Identifier of the current rubric attempt, shared by its passes."""
+
+    _active_rubric: NotRequired[Annotated[str, OmitFromInput]]
+    """The rubric that started the current attempt."""
+
+
+def _check_max_iterations(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"max_iterations must be an int between 1 and {_MAX_ITERATIONS_CAP}, got {value!r}"
+        raise TypeError(msg)
+    if not 1 <= value <= _MAX_ITERATIONS_CAP:
+        msg = f"max_iterations must be between 1 and {_MAX_ITERATIONS_CAP}, got {value}"
+        raise ValueError(msg)
+    return value
+
+
+def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> None:
+    """Run an async callback to completion from sync code, with or without a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(_await(awaitable))
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, _await(awaitable)).result()
+
+
+async def _await(awaitable: Awaitable[Any]) -> None:
+    await awaitable
+
+
+def revision_message(evaluation: RubricEvaluation) -> HumanMessage:
+    """The feedback turn injected after a `needs_revision` pass."""
+    failing = [c for c in evaluation["criteria"] if not c["passed"]]
+    passing = [c for c in evaluation["criteria"] if c["passed"]]
+    lines = [
+        f"A grader checked your answer against the rubric (pass {evaluation['iteration'] + 1}) "
+        "and it needs revision before it can be accepted."
+    ]
+    if evaluation["explanation"]:
+        lines += ["", f"Grader's summary: {evaluation['explanation'].strip()}"]
+    if failing:
+        lines += ["", "Failing criteria, with what to change:"]
+        lines += [f"- {c['name']}: {c.get('gap', '').strip() or 'not met'}" for c in failing]
+    if passing:
+        lines += ["", "Passing criteria (keep them passing):"]
+        lines += [f"- {c['name']}" for c in passing]
+    lines += [
+        "",
+        "Revise your work to fix every failing criterion without breaking the passing ones, "
+        "then give your complete final answer again.",
+    ]
+    return HumanMessage(
+        content="\n".join(lines),
+        name=RUBRIC_GRADER_MESSAGE_SOURCE,
+        additional_kwargs={"lc_source": RUBRIC_GRADER_MESSAGE_SOURCE},
+    )
+
+
+class RubricMiddleware(AgentMiddleware[RubricState, Any]):
+    """Have the agent evaluate itself against a rubric and iterate until it is met.
+
+    When the agent would finish (a model reply with no tool calls), a separate grader
+    sub-agent checks every criterion of the rubric passed in the invocation state. On
+    `needs_revision` the per-criterion feedback goes back into the conversation and the
+    agent runs again; the loop ends on `satisfied`, `failed`, `grader_error` or
+    `max_iterations_reached`, leaving the agent's last answer as it is. Without a
+    `rubric` in state the middleware does nothing.
+
+    Args:
+        model: The grader's chat model: a `"provider:model-id"` string (resolved with
+            `init_chat_model`) or a `BaseChatModel`.
+        system_prompt: Grading instructions replacing the built-in grader prompt.
+        tools: Tools the grader may call for evidence before its verdict.
+        max_iterations: Grading passes allowed per rubric attempt, 1 to 20.
+        on_evaluation: Called with each `RubricEvaluation` after every pass, sync or
+            async. Its exceptions are logged and suppressed.
+        retry_attempts: Grader calls allowed per pass when failures are transient
+            (connection errors, timeouts, HTTP 429 and 5xx); 1 disables retrying.
+        retry_initial_delay_s: First backoff delay; doubles per retry. `Retry-After`
+            headers take precedence.
+        retry_max_delay_s: Cap on any single backoff delay.
+        transcript_budget_chars: Characters of transcript, besides the original request
+            and the final answer (always sent whole), the grader is given.
+
+    Raises:
+        TypeError: `max_iterations` is not an int, or `on_evaluation` is not callable.
+        ValueError: A parameter is out of range, or `model` is empty.
+
+    Examples:
+        ```python
+        from langchain.agents import create_agent
+        from rubric_core import RubricMiddleware
+
+        agent = create_agent(
+            "openai:gpt-4.1",
+            middleware=[RubricMiddleware(model="openai:gpt-4.1-mini", max_iterations=3)],
+        )
+        result = agent.invoke(
+            {"messages": [{"role": "user", "content": "Write a haiku about rain"}],
+             "rubric": "- three lines\\n- 5/7/5 syllables\\n- mentions rain"}
+        )
+        print(result["_rubric_status"])
+        ```
+    """
+
+    state_schema = RubricState
+
+    def __init__(
+        self,
+        *,
+        model: str | BaseChatModel,
+        system_prompt: str | None = None,
+        tools: Sequence[BaseTool] | None = None,
+        max_iterations: int = 3,
+        on_evaluation: Callable[[RubricEvaluation], Any] | None = None,
+        retry_attempts: int = 3,
+        retry_initial_delay_s: float = 1.0,
+        retry_max_delay_s: float = 30.0,
+        transcript_budget_chars: int = _DEFAULT_TRANSCRIPT_BUDGET,
+    ) -> None:
+        super().__init__()
+        if not model:
+            msg = "model is required: a 'provider:model-id' string or a BaseChatModel"
+            raise ValueError(msg)
+        max_iterations = _check_max_iterations(max_iterations)
+        if on_evaluation is not None and not callable(on_evaluation):
+            msg = f"on_evaluation must be callable, got {type(on_evaluation).__name__}"
+            raise TypeError(msg)
+        if isinstance(retry_attempts, bool) or not isinstance(retry_attempts, int):
+            msg = f"retry_attempts must be an int, got {retry_attempts!r}"
+            raise TypeError(msg)
+        if retry_attempts < 1:
+            msg = f"retry_attempts must be at least 1, got {retry_attempts}"
+            raise ValueError(msg)
+        if retry_initial_delay_s < 0 or retry_max_delay_s < 0:
+            msg = "retry_initial_delay_s and retry_max_delay_s must not be negative"
+            raise ValueError(msg)
+        if transcript_budget_chars < 1_000:
+            msg = f"transcript_budget_chars must be at least 1000, got {transcript_budget_chars}"
+            raise ValueError(msg)
+        self.max_iterations = max_iterations
+        self.on_evaluation = on_evaluation
+        self.grader = Grader(
+            model,
+            system_prompt=system_prompt,
+            tools=list(tools or []),
+            retry=RetryPolicy(
+                attempts=retry_attempts,
+                initial_delay_s=retry_initial_delay_s,
+                max_delay_s=retry_max_delay_s,
+            ),
+            budget_chars=transcript_budget_chars,
+        )
+
+    # -- hooks -------------------------------------------------------------------------
+
+    def before_agent(self, state: RubricState, runtime: Runtime[Any]) -> dict[str, Any] | None:  # noqa: ARG002
+        """Start a new grading run when the rubric changed or the last attempt ended."""
+        return self._start_attempt(state)
+
+    async def abefore_agent(
+        self, state: RubricState, runtime: Runtime[Any]  # noqa: ARG002
+    ) -> dict[str, Any] | None:
+        """Async twin of `before_agent`."""
+        return self._start_attempt(state)
+
+    @hook_config(can_jump_to=["model"])
+    def after_agent(self, state: RubricState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Grade the finished turn; loop back to the model on `needs_revision`."""
+        pending = self._pending_pass(state, runtime)
+        if pending is None:
+            return None
+        rubric, criteria, run_id, iteration, started = pending
+        usage = _Usage()
+        try:
+            outcome = self.grader.grade(rubric, criteria, state["messages"], iteration, usage)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            evaluation = self._error_evaluation(state, run_id, iteration, started, usage, exc)
+        else:
+            evaluation = self._evaluation(state, run_id, iteration, started, usage, outcome)
+        self._emit_end(runtime, evaluation)
+        callback_result = self._call_back(evaluation)
+        if inspect.isawaitable(callback_result):
+            self._guard(_run_coroutine_blocking, callback_result)
+        return self._update(evaluation)
+
+    @hook_config(can_jump_to=["model"])
+    async def aafter_agent(
+        self, state: RubricState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of `after_agent`."""
+        pending = self._pending_pass(state, runtime)
+        if pending is None:
+            return None
+        rubric, criteria, run_id, iteration, started = pending
+        usage = _Usage()
+        try:
+            outcome = await self.grader.agrade(
+                rubric, criteria, state["messages"], iteration, usage
+            )
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            evaluation = self._error_evaluation(state, run_id, iteration, started, usage, exc)
+        else:
+            evaluation = self._evaluation(state, run_id, iteration, started, usage, outcome)
+        self._emit_end(runtime, evaluation)
+        callback_result = self._call_back(evaluation)
+        if inspect.isawaitable(callback_result):
+            try:
+                await callback_result
+            except GraphBubbleUp:
+                raise
+            except Exception:
+                logger.exception("on_evaluation callback raised; the loop goes on")
+        return self._update(evaluation)
+
+    # -- shared logic ------------------------------------------------------------------
+
+    @staticmethod
+    def _start_attempt(state: RubricState) -> dict[str, Any] | None:
+        rubric = state.get("rubric")
+        if rubric is None or rubric == "":
+            return None
+        validate_rubric(rubric)
+        if (
+            state.get("_active_rubric") == rubric
+            and state.get("_current_grading_run_id")
+            and state.get("_rubric_status") not in TERMINAL_STATUSES
+        ):
+            return None  # the same attempt goes on (or resumes after an interruption)
+        return {
+            "_active_rubric": rubric,
+            "_current_grading_run_id": str(uuid.uuid4()),
+            "_rubric_iterations": 0,
+            "_rubric_status": None,
+        }
+
+    def _pending_pass(
+        self, state: RubricState, runtime: Runtime[Any]
+    ) -> tuple[str, list[str], str, int, float] | None:
+        rubric = state.get("rubric")
+        if rubric is None or rubric == "":
+            return None
+        criteria = validate_rubric(rubric)
+        run_id = state.get("_current_grading_run_id") or str(uuid.uuid4())
+        iteration = state.get("_rubric_iterations") or 0
+        self._emit(
+            runtime,
+            {"type": "rubric_evaluation_start", "grading_run_id": run_id, "iteration": iteration},
+        )
+        return rubric, criteria, run_id, iteration, time.time()
+
+    def _status_after(self, result: str, iteration: int) -> RubricStatus:
+        if result == "needs_revision" and iteration + 1 >= self.max_iterations:
+            logger.info("rubric not met after %d grading passes", self.max_iterations)
+            return "max_iterations_reached"
+        return result  # type: ignore[return-value]
+
+    def _evaluation(
+        self, state: RubricState, run_id: str, iteration: int, started: float,
+        usage: _Usage, outcome: Any,  # noqa: ANN401 - GraderOutcome
+    ) -> RubricEvaluation:
+        result = outcome.response.result
+        return {
+            "grading_run_id": run_id,
+            "iteration": iteration,
+            "result": result,
+            "status": self._status_after(result, iteration),
+            "explanation": outcome.explanation,
+            "criteria": outcome.criteria,
+            "draft": final_answer(state["messages"]),
+            "started_at": started,
+            "duration_s": round(time.time() - started, 6),
+            "grader_attempts": usage.attempts,
+            "grader_input_tokens": usage.input_tokens,
+            "grader_output_tokens": usage.output_tokens,
+        }
+
+    @staticmethod
+    def _error_evaluation(
+        state: RubricState, run_id: str, iteration: int, started: float,
+        usage: _Usage, exc: Exception,
+    ) -> RubricEvaluation:
+        logger.warning("grader failed on pass %d: %s", iteration, describe_exception(exc))
+        return {
+            "grading_run_id": run_id,
+            "iteration": iteration,
+            "result": "grader_error",
+            "status": "grader_error",
+            "explanation": describe_exception(exc),
+            "criteria": [],
+            "draft": final_answer(state["messages"]),
+            "started_at": started,
+            "duration_s": round(time.time() - started, 6),
+            "grader_attempts": usage.attempts,
+            "grader_input_tokens": usage.input_tokens,
+            "grader_output_tokens": usage.output_tokens,
+        }
+
+    @staticmethod
+    def _update(evaluation: RubricEvaluation) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "_rubric_evaluations": [evaluation],
+            "_rubric_iterations": evaluation["iteration"] + 1,
+            "_rubric_status": evaluation["status"],
+        }
+        if evaluation["status"] == "needs_revision":
+            update["messages"] = [revision_message(evaluation)]
+            update["jump_to"] = "model"
+        return update
+
+    @staticmethod
+    def _guard(function: Callable[..., Any], *args: Any) -> Any:  # noqa: ANN401
+        try:
+            return function(*args)
+        except GraphBubbleUp:
+            raise
+        except Exception:
+            logger.exception("on_evaluation callback raised; the loop goes on")
+            return None
+
+    def _call_back(self, evaluation: RubricEvaluation) -> Any:  # noqa: ANN401
+        if self.on_evaluation is None:
+            return None
+        return self._guard(self.on_evaluation, dict(evaluation))
+
+    @staticmethod
+    def _emit(runtime: Runtime[Any], payload: dict[str, Any]) -> None:
+        writer = getattr(runtime, "stream_writer", None)
+        if writer is None:
+            return
+        try:
+            writer(payload)
+        except Exception:
+            logger.debug("custom stream writer raised; event dropped", exc_info=True)
+
+    def _emit_end(self, runtime: Runtime[Any], evaluation: RubricEvaluation) -> None:
+        self._emit(
+            runtime,
+            {
+                "type": "rubric_evaluation_end",
+                "grading_run_id": evaluation["grading_run_id"],
+                "iteration": evaluation["iteration"],
+                "result": evaluation["result"],
+                "status": evaluation["status"],
+                "explanation": evaluation["explanation"],
+                "criteria": evaluation["criteria"],
+            },
+        )
