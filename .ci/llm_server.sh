@@ -10,6 +10,7 @@
 #                                      #   RUBRIC_STUDIO_LLM_PID=PID
 #                                      # and prints the base URL
 #   .ci/llm_server.sh stop STATE_FILE  # stops that server (TERM, then KILL); no-op if not running
+#   (the server's log is STATE_FILE.log, kept after stop)
 #   .ci/llm_server.sh gguf             # prints the GGUF path (after setup)
 #   .ci/llm_server.sh python           # prints the server venv's python (after setup)
 #
@@ -22,6 +23,9 @@
 #   RUBRIC_STUDIO_LLM_CHAT_FORMAT    llama.cpp chat handler (default chatml-function-calling-required,
 #                                    registered by the launcher below; see write_launcher)
 #   RUBRIC_STUDIO_LLM_THREADS        inference threads (default: number of CPUs)
+#   RUBRIC_STUDIO_LLM_PYTHON         start/stop only: a python that already has llama-cpp-python[server]
+#                                    (default: the server venv's)
+#   RUBRIC_STUDIO_LLM_GGUF           start only: the model file (default: the one setup extracts)
 #   PYTHON                           interpreter used to create the venv (default python3)
 set -euo pipefail
 
@@ -36,8 +40,8 @@ START_TIMEOUT="${RUBRIC_STUDIO_LLM_START_TIMEOUT:-180}"
 CHAT_FORMAT="${RUBRIC_STUDIO_LLM_CHAT_FORMAT:-chatml-function-calling-required}"
 THREADS="${RUBRIC_STUDIO_LLM_THREADS:-$(nproc 2>/dev/null || echo 2)}"
 BASE_PYTHON="${PYTHON:-python3}"
-VPY="$VENV/bin/python"
-GGUF="$CACHE/gguf/$(basename "$GGUF_MEMBER")"
+VPY="${RUBRIC_STUDIO_LLM_PYTHON:-$VENV/bin/python}"
+GGUF="${RUBRIC_STUDIO_LLM_GGUF:-$CACHE/gguf/$(basename "$GGUF_MEMBER")}"
 
 log() { printf '[llm_server] %s\n' "$*" >&2; }
 die() { printf '[llm_server] error: %s\n' "$*" >&2; exit 1; }
@@ -110,6 +114,9 @@ PY
 }
 
 cmd_setup() {
+    # setup always fills the managed venv and cache; the PYTHON/GGUF overrides are for start.
+    VPY="$VENV/bin/python"
+    GGUF="$CACHE/gguf/$(basename "$GGUF_MEMBER")"
     setup_venv
     setup_model
     echo "$GGUF"
@@ -127,7 +134,7 @@ write_launcher() {
     # It also fixes streamed tool calls: the stock handler repeats the function name and call id
     # in every chunk, which OpenAI clients concatenate ("GraderResponseGraderResponse...");
     # OpenAI sends them only in a call's first chunk, and so does this launcher.
-    cat >"$VENV/rubric_llm_server.py" <<'PY'
+    cat >"$1" <<'PY'
 """llama_cpp.server with a chat handler that also honours tool_choice="required"."""
 
 import sys
@@ -220,21 +227,21 @@ stop_pid() {
 cmd_start() {
     local state="${1:-}"
     [ -n "$state" ] || die "start needs a state file: $0 start STATE_FILE"
-    server_installed || die "the server is not installed in $VENV: run '$0 setup' first"
+    server_installed || die "llama-cpp-python[server]==$LLAMA_VERSION is not importable by $VPY: run '$0 setup' first"
     [ -s "$GGUF" ] || die "no model at $GGUF: run '$0 setup' first"
     if [ -f "$state" ]; then
         cmd_stop "$state"
     fi
     mkdir -p "$(dirname "$state")"
-    write_launcher
-    local logfile="$state.log" attempt port pid url rc
+    local logfile="$state.log" launcher="$state.server.py" attempt port pid url rc
+    write_launcher "$launcher"
     for attempt in 1 2 3; do
         port="$(free_port)"
         url="http://127.0.0.1:$port/v1"
         log "starting llama_cpp.server on 127.0.0.1:$port (chat_format $CHAT_FORMAT, attempt $attempt), log $logfile"
         # setsid: its own session, so a Ctrl-C or a killed CI job group does not orphan it half-way,
         # and stop can signal exactly this pid.
-        setsid "$VPY" "$VENV/rubric_llm_server.py" \
+        setsid "$VPY" "$launcher" \
             --model "$GGUF" --model_alias "$MODEL_ALIAS" \
             --host 127.0.0.1 --port "$port" \
             --n_ctx 4096 --n_threads "$THREADS" \
@@ -274,7 +281,7 @@ cmd_stop() {
         stop_pid "$pid"
         log "server $pid stopped"
     fi
-    rm -f "$state"
+    rm -f "$state" "$state.server.py"
 }
 
 case "${1:-}" in
