@@ -82,7 +82,7 @@ class ReplayChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"scenario": self.scenario}
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ReplayChatModel:  # noqa: ARG002
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ReplayChatModel:
         # The script already says which tools are called; binding changes nothing.
         return self
 
@@ -105,9 +105,7 @@ class ReplayChatModel(BaseChatModel):
             message.id = f"replay-{uuid.uuid4().hex[:12]}"
         if message.usage_metadata is None:
             prompt_tokens = sum(_estimate_tokens(_message_text(m)) for m in messages)
-            output_tokens = _estimate_tokens(_message_text(message)) + 8 * len(
-                message.tool_calls
-            )
+            output_tokens = _estimate_tokens(_message_text(message)) + 8 * len(message.tool_calls)
             message.usage_metadata = {
                 "input_tokens": prompt_tokens,
                 "output_tokens": output_tokens,

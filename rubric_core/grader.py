@@ -109,7 +109,7 @@ class RetryPolicy:
         if hinted is not None:
             return min(max(hinted, 0.0), self.max_delay_s)
         base = min(self.initial_delay_s * (2**retry_index), self.max_delay_s)
-        return base * (1 + random.uniform(0, self.jitter))  # noqa: S311 - jitter, not crypto
+        return base * (1 + random.uniform(0, self.jitter))
 
 
 @dataclass
@@ -447,7 +447,7 @@ class Grader:
         self._agent: Any = None
 
     @property
-    def agent(self) -> Any:  # noqa: ANN401 - a compiled LangGraph graph
+    def agent(self) -> Any:
         """The grader sub-agent, built on first use so constructing the middleware is cheap."""
         if self._agent is None:
             model = self._model_spec
@@ -465,8 +465,12 @@ class Grader:
         return self._agent
 
     def _input(
-        self, rubric: str, criteria: Sequence[str], messages: Sequence[AnyMessage],
-        iteration: int, correction: str | None,
+        self,
+        rubric: str,
+        criteria: Sequence[str],
+        messages: Sequence[AnyMessage],
+        iteration: int,
+        correction: str | None,
     ) -> dict[str, Any]:
         payload = build_payload(
             rubric,
@@ -509,7 +513,9 @@ class Grader:
 
     @staticmethod
     def _finish(
-        response: GraderResponse, verdicts: list[CriterionVerdict], missing: list[str],
+        response: GraderResponse,
+        verdicts: list[CriterionVerdict],
+        missing: list[str],
         usage: _Usage,
     ) -> GraderOutcome:
         explanation = response.explanation.strip()
@@ -540,8 +546,12 @@ class Grader:
         return {"recursion_limit": _GRADER_RECURSION_LIMIT, "run_name": "rubric_grader"}
 
     def grade(
-        self, rubric: str, criteria: Sequence[str], messages: Sequence[AnyMessage],
-        iteration: int, usage: _Usage,
+        self,
+        rubric: str,
+        criteria: Sequence[str],
+        messages: Sequence[AnyMessage],
+        iteration: int,
+        usage: _Usage,
     ) -> GraderOutcome:
         """One grading pass, synchronously."""
         response = self._call(rubric, criteria, messages, iteration, None, usage)
@@ -561,8 +571,12 @@ class Grader:
         return self._finish(response, verdicts, missing, usage)
 
     async def agrade(
-        self, rubric: str, criteria: Sequence[str], messages: Sequence[AnyMessage],
-        iteration: int, usage: _Usage,
+        self,
+        rubric: str,
+        criteria: Sequence[str],
+        messages: Sequence[AnyMessage],
+        iteration: int,
+        usage: _Usage,
     ) -> GraderOutcome:
         """One grading pass, asynchronously. Mirrors `grade`."""
         response = await self._acall(rubric, criteria, messages, iteration, None, usage)
@@ -587,8 +601,13 @@ class Grader:
         return attempt + 1 < self._retry.attempts and is_transient(exc)
 
     def _call(
-        self, rubric: str, criteria: Sequence[str], messages: Sequence[AnyMessage],
-        iteration: int, correction: str | None, usage: _Usage,
+        self,
+        rubric: str,
+        criteria: Sequence[str],
+        messages: Sequence[AnyMessage],
+        iteration: int,
+        correction: str | None,
+        usage: _Usage,
     ) -> GraderResponse:
         grader_input = self._input(rubric, criteria, messages, iteration, correction)
         attempt = 0
@@ -604,14 +623,21 @@ class Grader:
                 delay = self._retry.delay(attempt, exc)
                 logger.warning(
                     "transient grader failure (%s); retry %d in %.2fs",
-                    describe_exception(exc), attempt + 1, delay,
+                    describe_exception(exc),
+                    attempt + 1,
+                    delay,
                 )
                 time.sleep(delay)
                 attempt += 1
 
     async def _acall(
-        self, rubric: str, criteria: Sequence[str], messages: Sequence[AnyMessage],
-        iteration: int, correction: str | None, usage: _Usage,
+        self,
+        rubric: str,
+        criteria: Sequence[str],
+        messages: Sequence[AnyMessage],
+        iteration: int,
+        correction: str | None,
+        usage: _Usage,
     ) -> GraderResponse:
         grader_input = self._input(rubric, criteria, messages, iteration, correction)
         attempt = 0
@@ -628,7 +654,9 @@ class Grader:
                 delay = self._retry.delay(attempt, exc)
                 logger.warning(
                     "transient grader failure (%s); retry %d in %.2fs",
-                    describe_exception(exc), attempt + 1, delay,
+                    describe_exception(exc),
+                    attempt + 1,
+                    delay,
                 )
                 await asyncio.sleep(delay)
                 attempt += 1

@@ -62,9 +62,7 @@ class RubricState(AgentState):
     _rubric_iterations: NotRequired[Annotated[int, OmitFromInput]]
     """Grading passes completed in the current attempt."""
 
-    _rubric_evaluations: NotRequired[
-        Annotated[list[RubricEvaluation], OmitFromInput, _append]
-    ]
+    _rubric_evaluations: NotRequired[Annotated[list[RubricEvaluation], OmitFromInput, _append]]
     """Every pass on this thread, oldest first. The reducer appends each pass (it must
     be the last annotation: LangGraph only reads the final metadata item as a reducer)."""
 
@@ -226,12 +224,12 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
 
     # -- hooks -------------------------------------------------------------------------
 
-    def before_agent(self, state: RubricState, runtime: Runtime[Any]) -> dict[str, Any] | None:  # noqa: ARG002
+    def before_agent(self, state: RubricState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Start a new grading run when the rubric changed or the last attempt ended."""
         return self._start_attempt(state)
 
     async def abefore_agent(
-        self, state: RubricState, runtime: Runtime[Any]  # noqa: ARG002
+        self, state: RubricState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of `before_agent`."""
         return self._start_attempt(state)
@@ -332,8 +330,13 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         return result  # type: ignore[return-value]
 
     def _evaluation(
-        self, state: RubricState, run_id: str, iteration: int, started: float,
-        usage: _Usage, outcome: Any,  # noqa: ANN401 - GraderOutcome
+        self,
+        state: RubricState,
+        run_id: str,
+        iteration: int,
+        started: float,
+        usage: _Usage,
+        outcome: Any,
     ) -> RubricEvaluation:
         result = outcome.response.result
         return {
@@ -353,8 +356,12 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
 
     @staticmethod
     def _error_evaluation(
-        state: RubricState, run_id: str, iteration: int, started: float,
-        usage: _Usage, exc: Exception,
+        state: RubricState,
+        run_id: str,
+        iteration: int,
+        started: float,
+        usage: _Usage,
+        exc: Exception,
     ) -> RubricEvaluation:
         logger.warning("grader failed on pass %d: %s", iteration, describe_exception(exc))
         return {
@@ -385,7 +392,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         return update
 
     @staticmethod
-    def _guard(function: Callable[..., Any], *args: Any) -> Any:  # noqa: ANN401
+    def _guard(function: Callable[..., Any], *args: Any) -> Any:
         try:
             return function(*args)
         except GraphBubbleUp:
@@ -394,7 +401,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             logger.exception("on_evaluation callback raised; the loop goes on")
             return None
 
-    def _call_back(self, evaluation: RubricEvaluation) -> Any:  # noqa: ANN401
+    def _call_back(self, evaluation: RubricEvaluation) -> Any:
         if self.on_evaluation is None:
             return None
         return self._guard(self.on_evaluation, dict(evaluation))

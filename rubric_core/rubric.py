@@ -31,8 +31,11 @@ _TOOL_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (re.compile(r"\bsyllables?\b|\bhaiku\b|\b5[-/ ]7[-/ ]5\b", re.I), "count_syllables"),
     (
-        re.compile(r"\b(\d+|exactly|at most|at least|no more than|fewer than|under)\s+\w*\s*"
-                   r"(words?|characters?|chars|lines?|sentences?)\b", re.I),
+        re.compile(
+            r"\b(\d+|exactly|at most|at least|no more than|fewer than|under)\s+\w*\s*"
+            r"(words?|characters?|chars|lines?|sentences?)\b",
+            re.I,
+        ),
         "text_stats",
     ),
     (re.compile(r"\b(matches|regex|regular expression|pattern)\b", re.I), "regex_check"),
