@@ -473,6 +473,7 @@ class RunHandle:
         self._stop_event = stop_event
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
+        self._record_failures: list[str] = []
 
     def stop(self) -> None:
         """Ask the run to stop before its next agent model call; it ends `interrupted`.
@@ -510,12 +511,26 @@ class RunHandle:
 
 
 def _recorder(
-    store: Store, run_id: int, listener: Callable[[RubricEvaluation], None] | None
+    store: Store,
+    run_id: int,
+    listener: Callable[[RubricEvaluation], None] | None,
+    failures: list[str] | None = None,
 ) -> Callable[[RubricEvaluation], None]:
-    """`on_evaluation` for the middleware: commit each pass before the loop goes on."""
+    """`on_evaluation` for the middleware: commit each pass before the loop goes on.
+
+    The middleware logs and suppresses its callback's exceptions, so a pass the store
+    could not take is noted in `failures` and the run ends `error` with it.
+    """
 
     def record(evaluation: RubricEvaluation) -> None:
-        store.record_evaluation(run_id, evaluation)
+        try:
+            store.record_evaluation(run_id, evaluation)
+        except Exception as exc:
+            if failures is not None:
+                failures.append(
+                    f"storing grading pass {evaluation.get('iteration')} failed: {_error_text(exc)}"
+                )
+            raise
         if listener is not None:
             try:
                 listener(evaluation)
@@ -568,6 +583,8 @@ def _execute(
                 logger.exception("could not save the transcript of run %s", handle.run_id)
                 if error is None and status != "interrupted":
                     status, error = "error", f"saving the transcript failed: {_error_text(exc)}"
+        if handle._record_failures and status != "error":
+            status, error = "error", handle._record_failures[0]
         tokens_in, tokens_out = _agent_usage(messages)
         handle.error = error
         store.finish_run(
@@ -622,7 +639,7 @@ def _prepare(
             agent = build_agent(
                 spec,
                 checkpointer=checkpointer,
-                on_evaluation=_recorder(store, run_id, on_evaluation),
+                on_evaluation=_recorder(store, run_id, on_evaluation, handle._record_failures),
                 stop_event=handle._stop_event,
                 agent_llm=agent_llm,
                 grader_llm=grader_llm,
@@ -794,7 +811,7 @@ def resume_run(
         agent = build_agent(
             spec,
             checkpointer=checkpointer,
-            on_evaluation=_recorder(store, run_id, on_evaluation),
+            on_evaluation=_recorder(store, run_id, on_evaluation, handle._record_failures),
             stop_event=handle._stop_event,
             agent_llm=agent_llm,
             grader_llm=grader_llm,
