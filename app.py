@@ -1,0 +1,51 @@
+"""Rubric Studio dashboard: the frame around the pages (`streamlit run app.py`)."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from rubric_core.dashboard import BASE_URL_ENV, models_mode
+from rubric_core.models import api_key_status
+from studio_ui import db_path, get_store, run_registry, store_guard
+
+st.set_page_config(page_title="Rubric Studio", page_icon="⚖️", layout="wide")
+
+# Root-level keys of .streamlit/secrets.toml become environment variables, where the
+# model providers look for their API keys. A missing file is fine: replay models run offline.
+try:
+    st.secrets.load_if_toml_exists()
+except Exception as exc:  # a malformed secrets.toml must not take the whole app down
+    st.sidebar.warning(f"Could not read .streamlit/secrets.toml: {exc}")
+
+PAGES = [
+    st.Page("pages/rubrics.py", title="Rubrics", icon="📝", default=True),
+    st.Page("pages/run.py", title="Run", icon="▶️"),
+    st.Page("pages/batch.py", title="Batch", icon="🗂️"),
+    st.Page("pages/runs.py", title="Runs", icon="📚"),
+    st.Page("pages/compare.py", title="Compare", icon="🔀"),
+    st.Page("pages/export.py", title="Export", icon="📤"),
+]
+page = st.navigation(PAGES)
+
+with st.sidebar:
+    st.caption("Database")
+    st.code(str(db_path()), language=None, wrap_lines=True)
+    mode = models_mode(api_key_status(), os.environ.get(BASE_URL_ENV))
+    st.caption("Models")
+    if mode.real:
+        st.success(mode.summary, icon="🔑")
+    else:
+        st.info(mode.summary, icon="🔁")
+    active = run_registry().active_runs()
+    if active:
+        st.caption(f"Running now: {', '.join(f'#{run_id}' for run_id in active)}")
+
+store = get_store()
+if store is None:
+    # get_store already said what is wrong with the database file and what to do.
+    st.stop()
+
+with store_guard():
+    page.run()

@@ -1,0 +1,5 @@
+"""batch page (in progress)."""
+
+import streamlit as st
+
+st.title("batch")

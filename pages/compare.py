@@ -1,0 +1,5 @@
+"""compare page (in progress)."""
+
+import streamlit as st
+
+st.title("compare")

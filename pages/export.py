@@ -1,0 +1,5 @@
+"""export page (in progress)."""
+
+import streamlit as st
+
+st.title("export")

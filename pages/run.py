@@ -1,0 +1,5 @@
+"""run page (in progress)."""
+
+import streamlit as st
+
+st.title("run")

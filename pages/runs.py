@@ -1,0 +1,5 @@
+"""runs page (in progress)."""
+
+import streamlit as st
+
+st.title("runs")

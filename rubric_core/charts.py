@@ -1,0 +1,391 @@
+"""Plotly figures and the pure helpers behind them, as functions of stored evaluations."""
+
+from __future__ import annotations
+
+import difflib
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+_RESULT_COLORS: dict[str, str] = {
+    "satisfied": "#2e7d32",
+    "needs_revision": "#f9a825",
+    "failed": "#c62828",
+    "grader_error": "#6a1b9a",
+}
+_UNKNOWN_COLOR = "#757575"
+
+# Heatmap cell codes: a discrete colour scale over [0, 1].
+_FAIL, _MISSING, _PASS = 0.0, 0.5, 1.0
+_HEATMAP_SCALE: list[list[Any]] = [
+    [0.0, "#e57373"],
+    [0.33, "#e57373"],
+    [0.33, "#e0e0e0"],
+    [0.66, "#e0e0e0"],
+    [0.66, "#81c784"],
+    [1.0, "#81c784"],
+]
+_LABEL_CHARS = 48
+
+Evaluation = Mapping[str, Any]
+
+
+def plain(text: object) -> str:
+    """Escape text for a Plotly label, which renders a subset of HTML.
+
+    Criteria, gaps and explanations come from people and models; escaping keeps a
+    `<a href=...>` or `<b>` in them literal instead of rendered.
+
+    Examples:
+        >>> plain("<b>x</b> & y")
+        '&lt;b&gt;x&lt;/b&gt; &amp; y'
+    """
+    return html.escape("" if text is None else str(text), quote=False)
+
+
+def short_label(text: str, limit: int = _LABEL_CHARS) -> str:
+    """Cut a label to `limit` characters with an ellipsis, on one line.
+
+    Examples:
+        >>> short_label("a very long criterion indeed", 10)
+        'a very lo…'
+    """
+    one_line = " ".join(str(text).split())
+    if len(one_line) <= limit:
+        return one_line
+    return one_line[: max(1, limit - 1)] + "…"
+
+
+def pass_label(index: int) -> str:
+    """The axis label of the pass at zero-based position `index` ("Pass 1", ...)."""
+    return f"Pass {index + 1}"
+
+
+def criterion_order(evaluations: Sequence[Evaluation]) -> list[str]:
+    """Every criterion name seen across the passes, in first-seen order.
+
+    Examples:
+        >>> criterion_order([{"criteria": [{"name": "a"}, {"name": "b"}]},
+        ...                  {"criteria": [{"name": "b"}, {"name": "c"}]}])
+        ['a', 'b', 'c']
+    """
+    names: list[str] = []
+    seen: set[str] = set()
+    for evaluation in evaluations:
+        for criterion in evaluation.get("criteria") or []:
+            name = criterion["name"]
+            if name not in seen:
+                seen.add(name)
+                names.append(name)
+    return names
+
+
+def criterion_matrix(
+    evaluations: Sequence[Evaluation],
+) -> tuple[list[str], list[list[bool | None]]]:
+    """Criteria × passes: `True` passed, `False` failed, `None` not judged in that pass.
+
+    A pass that ended in `grader_error` judged nothing, so its column is all `None`.
+
+    Returns:
+        `(criteria, rows)` where `rows[i][j]` is criterion `i` in pass `j`.
+    """
+    names = criterion_order(evaluations)
+    index = {name: i for i, name in enumerate(names)}
+    rows: list[list[bool | None]] = [[None] * len(evaluations) for _ in names]
+    for j, evaluation in enumerate(evaluations):
+        for criterion in evaluation.get("criteria") or []:
+            rows[index[criterion["name"]]][j] = bool(criterion["passed"])
+    return names, rows
+
+
+def find_regressions(evaluations: Sequence[Evaluation]) -> list[tuple[str, int, int]]:
+    """Criteria that passed in one pass and failed in a later one.
+
+    Passes are numbered by their zero-based position in `evaluations` (oldest
+    first), which is the stored `iteration` for a run's single grading attempt.
+    Passes where a criterion was not judged (a grader error) are skipped, so
+    pass → error → fail is still a regression from the passing pass.
+
+    Returns:
+        `(criterion, from_pass, to_pass)` for every pass→fail transition, where
+        `from_pass` is the last pass in which it passed.
+
+    Examples:
+        >>> passes = [{"criteria": [{"name": "a", "passed": True}]},
+        ...           {"criteria": [{"name": "a", "passed": False, "gap": "x"}]}]
+        >>> find_regressions(passes)
+        [('a', 0, 1)]
+    """
+    names, rows = criterion_matrix(evaluations)
+    regressions: list[tuple[str, int, int]] = []
+    for name, row in zip(names, rows, strict=True):
+        last_state: bool | None = None
+        last_pass_index = -1
+        for j, state in enumerate(row):
+            if state is None:
+                continue
+            if state:
+                last_pass_index = j
+            elif last_state is True:
+                regressions.append((name, last_pass_index, j))
+            last_state = state
+    return regressions
+
+
+def flipped_criteria(eval_a: Evaluation, eval_b: Evaluation) -> list[dict[str, Any]]:
+    """Criteria whose verdict differs between pass `eval_a` and a later pass `eval_b`.
+
+    Returns:
+        One dict per flipped criterion, in `eval_b`'s order then `eval_a`-only ones:
+        `{criterion, before, after, change, gap}` where `before`/`after` are
+        `True`/`False`/`None` (not judged), `change` is `"fixed"` (fail → pass),
+        `"regressed"` (pass → fail), `"now judged"` or `"no longer judged"`, and
+        `gap` is the feedback behind the change: the earlier gap that asked for a
+        fix, or the later gap that says what broke.
+
+    Examples:
+        >>> a = {"criteria": [{"name": "t", "passed": False, "gap": "add a title"}]}
+        >>> b = {"criteria": [{"name": "t", "passed": True}]}
+        >>> flipped_criteria(a, b)[0]["change"], flipped_criteria(a, b)[0]["gap"]
+        ('fixed', 'add a title')
+    """
+    before = {c["name"]: c for c in eval_a.get("criteria") or []}
+    after = {c["name"]: c for c in eval_b.get("criteria") or []}
+    names = list(after) + [name for name in before if name not in after]
+    flipped: list[dict[str, Any]] = []
+    for name in names:
+        old, new = before.get(name), after.get(name)
+        old_passed = None if old is None else bool(old["passed"])
+        new_passed = None if new is None else bool(new["passed"])
+        if old_passed == new_passed:
+            continue
+        if old_passed is False and new_passed is True:
+            change, gap = "fixed", (old or {}).get("gap") or ""
+        elif old_passed is True and new_passed is False:
+            change, gap = "regressed", (new or {}).get("gap") or ""
+        elif old_passed is None:
+            change, gap = "now judged", (new or {}).get("gap") or ""
+        else:
+            change, gap = "no longer judged", (old or {}).get("gap") or ""
+        flipped.append(
+            {
+                "criterion": name,
+                "before": old_passed,
+                "after": new_passed,
+                "change": change,
+                "gap": gap,
+            }
+        )
+    return flipped
+
+
+def draft_diff(a: str, b: str, *, label_a: str = "before", label_b: str = "after") -> str:
+    """A unified diff of two drafts (or any two texts), line by line.
+
+    Returns an empty string when the texts are equal.
+
+    Examples:
+        >>> print(draft_diff("one\\ntwo", "one\\nthree"))
+        --- before
+        +++ after
+        @@ -1,2 +1,2 @@
+         one
+        -two
+        +three
+    """
+    lines = difflib.unified_diff(
+        (a or "").splitlines(),
+        (b or "").splitlines(),
+        fromfile=label_a,
+        tofile=label_b,
+        lineterm="",
+    )
+    return "\n".join(lines)
+
+
+def _empty_figure(message: str) -> go.Figure:
+    figure = go.Figure()
+    figure.add_annotation(
+        text=plain(message), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper"
+    )
+    figure.update_xaxes(visible=False)
+    figure.update_yaxes(visible=False)
+    figure.update_layout(height=160, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    return figure
+
+
+def timeline_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
+    """The iteration timeline: one bar per pass, its height the pass's duration.
+
+    Each bar is coloured and labelled by the pass's verdict; hovering shows the
+    loop status, grader attempts and grader tokens.
+    """
+    if not evaluations:
+        return _empty_figure("No grading pass yet")
+    figure = go.Figure()
+    for result in dict.fromkeys(str(e.get("result", "")) for e in evaluations):
+        xs, ys, texts, hovers = [], [], [], []
+        for j, evaluation in enumerate(evaluations):
+            if str(evaluation.get("result", "")) != result:
+                continue
+            tokens_in = int(evaluation.get("grader_input_tokens") or 0)
+            tokens_out = int(evaluation.get("grader_output_tokens") or 0)
+            duration = float(evaluation.get("duration_s") or 0.0)
+            xs.append(pass_label(j))
+            ys.append(duration)
+            texts.append(plain(result))
+            hovers.append(
+                f"{pass_label(j)}<br>verdict: {plain(result)}"
+                f"<br>status: {plain(evaluation.get('status', ''))}"
+                f"<br>duration: {duration:.2f} s"
+                f"<br>grader attempts: {int(evaluation.get('grader_attempts') or 0)}"
+                f"<br>grader tokens: {tokens_in} in / {tokens_out} out"
+            )
+        figure.add_bar(
+            x=xs,
+            y=ys,
+            name=plain(result),
+            text=texts,
+            textposition="outside",
+            hovertext=hovers,
+            hoverinfo="text",
+            marker_color=_RESULT_COLORS.get(result, _UNKNOWN_COLOR),
+        )
+    figure.update_layout(
+        height=280,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={
+            "title": "grading pass",
+            "categoryorder": "array",
+            "categoryarray": [pass_label(j) for j in range(len(evaluations))],
+        },
+        yaxis={"title": "seconds"},
+        legend_title_text="verdict",
+        title="Iteration timeline",
+    )
+    return figure
+
+
+def heatmap_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
+    """Criterion × pass heatmap: pass, fail or not judged; regressions marked.
+
+    A regression (passed in an earlier pass, failed in a later one) gets a ✗
+    marker on the failing cell and a "regression" line in its hover text.
+    """
+    names, rows = criterion_matrix(evaluations)
+    if not names:
+        return _empty_figure("No criterion judged yet")
+    gaps: dict[tuple[str, int], str] = {}
+    for j, evaluation in enumerate(evaluations):
+        for criterion in evaluation.get("criteria") or []:
+            if criterion.get("gap"):
+                gaps[(criterion["name"], j)] = str(criterion["gap"])
+    regressions = find_regressions(evaluations)
+    regressed_cells = {(name, to_pass): from_pass for name, from_pass, to_pass in regressions}
+    x_labels = [pass_label(j) for j in range(len(evaluations))]
+    y_labels = [f"{i + 1}. {plain(short_label(name))}" for i, name in enumerate(names)]
+    z: list[list[float]] = []
+    cell_text: list[list[str]] = []
+    hover: list[list[str]] = []
+    for name, row in zip(names, rows, strict=True):
+        z_row, text_row, hover_row = [], [], []
+        for j, state in enumerate(row):
+            word = "not judged" if state is None else ("pass" if state else "fail")
+            z_row.append(_MISSING if state is None else (_PASS if state else _FAIL))
+            text_row.append({"pass": "✓", "fail": "✗", "not judged": "–"}[word])
+            lines = [plain(short_label(name, 80)), f"{x_labels[j]}: {word}"]
+            if (name, j) in regressed_cells:
+                lines.append(f"regression: passed in {x_labels[regressed_cells[(name, j)]]}")
+            if (name, j) in gaps:
+                lines.append("gap: " + plain(short_label(gaps[(name, j)], 160)))
+            hover_row.append("<br>".join(lines))
+        z.append(z_row)
+        cell_text.append(text_row)
+        hover.append(hover_row)
+    figure = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=x_labels,
+            y=y_labels,
+            zmin=0,
+            zmax=1,
+            colorscale=_HEATMAP_SCALE,
+            showscale=False,
+            text=cell_text,
+            texttemplate="%{text}",
+            hovertext=hover,
+            hoverinfo="text",
+            xgap=2,
+            ygap=2,
+        )
+    )
+    if regressions:
+        figure.add_scatter(
+            x=[x_labels[to_pass] for _, _, to_pass in regressions],
+            y=[y_labels[names.index(name)] for name, _, _ in regressions],
+            mode="markers",
+            marker={"symbol": "x-thin-open", "size": 26, "line": {"width": 3}, "color": "#b71c1c"},
+            name="regression",
+            hoverinfo="skip",
+        )
+    figure.update_layout(
+        height=max(200, 60 + 34 * len(names)),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        yaxis={"autorange": "reversed"},
+        xaxis={"side": "top"},
+        title="Criteria by pass" + (f" — {len(regressions)} regression(s)" if regressions else ""),
+        showlegend=bool(regressions),
+    )
+    return figure
+
+
+def pass_rate_figure(rates: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Per-criterion pass rates as horizontal bars (rows from `Store.criterion_pass_rates`)."""
+    if not rates:
+        return _empty_figure("No judged criteria match these filters")
+    labels = [plain(short_label(r["criterion"])) for r in rates]
+    values = [float(r["pass_rate"] or 0.0) for r in rates]
+    figure = go.Figure(
+        go.Bar(
+            x=values,
+            y=labels,
+            orientation="h",
+            text=[
+                f"{v:.0%} ({int(r['passed'])}/{int(r['total'])})"
+                for v, r in zip(values, rates, strict=True)
+            ],
+            textposition="auto",
+            hovertext=[plain(r["criterion"]) for r in rates],
+            marker_color="#1976d2",
+        )
+    )
+    figure.update_layout(
+        height=max(200, 60 + 30 * len(rates)),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"range": [0, 1], "tickformat": ".0%", "title": "pass rate"},
+        yaxis={"autorange": "reversed"},
+        title="Per-criterion pass rate",
+    )
+    return figure
+
+
+def iterations_histogram(iterations: Sequence[int]) -> go.Figure:
+    """How many grading passes satisfied runs needed (one bar per pass count)."""
+    if not iterations:
+        return _empty_figure("No satisfied run yet")
+    counts: dict[int, int] = {}
+    for value in iterations:
+        counts[int(value)] = counts.get(int(value), 0) + 1
+    xs = list(range(1, max(counts) + 1))
+    figure = go.Figure(go.Bar(x=xs, y=[counts.get(x, 0) for x in xs], marker_color="#2e7d32"))
+    figure.update_layout(
+        height=260,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": "grading passes to satisfied", "dtick": 1},
+        yaxis={"title": "runs"},
+        title="Iterations to satisfied",
+    )
+    return figure
