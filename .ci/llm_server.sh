@@ -134,13 +134,17 @@ write_launcher() {
     # It also fixes streamed tool calls: the stock handler repeats the function name and call id
     # in every chunk, which OpenAI clients concatenate ("GraderResponseGraderResponse...");
     # OpenAI sends them only in a call's first chunk, and so does this launcher.
+    # And it accepts assistant messages with "content": null beside tool_calls (what OpenAI
+    # clients send when a tool call is replayed, e.g. after ToolStrategy rejects a verdict);
+    # the stock server's request schema wants a string there and answers HTTP 500.
     cat >"$1" <<'PY'
 """llama_cpp.server with a chat handler that also honours tool_choice="required"."""
 
+import json
 import sys
 
+import llama_cpp.server.__main__ as server_main
 from llama_cpp import llama_chat_format
-from llama_cpp.server.__main__ import main
 
 _stock = llama_chat_format.get_chat_completion_handler("chatml-function-calling")
 
@@ -181,8 +185,67 @@ def chatml_function_calling_required(*, tools=None, tool_choice=None, stream=Fal
     return _name_once(answer) if stream else answer
 
 
+def _null_content_to_empty(body):
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return body  # let the server report the malformed JSON itself
+    changed = False
+    for message in request.get("messages") or [] if isinstance(request, dict) else []:
+        if isinstance(message, dict) and "content" in message and message["content"] is None:
+            message["content"] = ""
+            changed = True
+    return json.dumps(request).encode() if changed else body
+
+
+class NullContentCompat:
+    """ASGI middleware: rewrites `"content": null` to `""` in chat completion requests."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if not (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and scope["path"].endswith("/chat/completions")
+        ):
+            return await self.app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away before sending its request
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = _null_content_to_empty(b"".join(chunks))
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        delivered = False
+
+        async def replay():
+            nonlocal delivered
+            if delivered:
+                return await receive()
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return await self.app({**scope, "headers": headers}, replay, send)
+
+
+_stock_create_app = server_main.create_app
+
+
+def _create_app(*args, **kwargs):
+    app = _stock_create_app(*args, **kwargs)
+    app.add_middleware(NullContentCompat)
+    return app
+
+
+server_main.create_app = _create_app
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(server_main.main())
 PY
 }
 
