@@ -1,0 +1,440 @@
+"""Streaming CSV and JSONL exports of the evaluation dataset held in the store."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from rubric_core.store import StoreError
+
+if TYPE_CHECKING:
+    from rubric_core.store import Store
+
+__all__ = [
+    "DATASETS",
+    "EXPORT_COLUMNS",
+    "FILTER_NAMES",
+    "FORMATS",
+    "ExportError",
+    "csv_chunks",
+    "export_file",
+    "iter_rows",
+    "jsonl_chunks",
+    "neutralise_cell",
+    "open_export",
+    "write_csv",
+    "write_jsonl",
+]
+
+Dataset = Literal["criteria", "runs"]
+Format = Literal["csv", "jsonl"]
+
+DATASETS: tuple[str, ...] = ("criteria", "runs")
+"""`criteria`: one row per criterion per grading pass. `runs`: one row per run."""
+
+FORMATS: tuple[str, ...] = ("csv", "jsonl")
+
+FILTER_NAMES: tuple[str, ...] = (
+    "rubric",
+    "version_id",
+    "model",
+    "status",
+    "since",
+    "until",
+    "batch_id",
+)
+"""Filters accepted by every export; the same names and meaning as `Store.list_runs`."""
+
+_FETCH_ROWS = 1_000
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+_CRITERIA_SELECT = """
+    SELECT r.id AS run_id, rb.name AS rubric, rv.version AS rubric_version, r.input,
+           r.agent_model, r.grader_model, e.grading_run_id, e.iteration, e.result, e.status,
+           cr.criterion, cr.passed, cr.gap, e.explanation, e.grader_input_tokens,
+           e.grader_output_tokens, e.duration_s, e.started_at
+    FROM runs r
+    JOIN rubric_versions rv ON rv.id = r.rubric_version_id
+    JOIN rubrics rb ON rb.id = r.rubric_id
+    JOIN evaluations e ON e.run_id = r.id
+    JOIN criterion_results cr ON cr.evaluation_id = e.id
+    WHERE {where}
+    ORDER BY r.started_at, r.id, e.started_at, e.id, cr.position
+"""
+
+_RUNS_SELECT = """
+    SELECT r.id AS run_id, rb.name AS rubric, rv.version AS rubric_version, r.input,
+           r.agent_model, r.grader_model, r.grader_tools, r.agent_kind, r.max_iterations,
+           r.status, r.iterations, r.last_result,
+           fc.passed AS final_criteria_passed, fc.total AS final_criteria_total,
+           r.final_output, r.error, r.agent_input_tokens, r.agent_output_tokens,
+           r.grader_input_tokens, r.grader_output_tokens, r.started_at, r.finished_at,
+           r.duration_s, r.thread_id, r.batch_id
+    FROM runs r
+    JOIN rubric_versions rv ON rv.id = r.rubric_version_id
+    JOIN rubrics rb ON rb.id = r.rubric_id
+    LEFT JOIN (
+        SELECT cr.evaluation_id, SUM(cr.passed) AS passed, COUNT(*) AS total
+        FROM criterion_results cr GROUP BY cr.evaluation_id
+    ) fc ON fc.evaluation_id = (
+        SELECT e.id FROM evaluations e WHERE e.run_id = r.id
+        ORDER BY e.started_at DESC, e.id DESC LIMIT 1
+    )
+    WHERE {where}
+    ORDER BY r.started_at, r.id
+"""
+
+EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "criteria": (
+        "run_id",
+        "rubric",
+        "rubric_version",
+        "input",
+        "agent_model",
+        "grader_model",
+        "grading_run_id",
+        "iteration",
+        "result",
+        "status",
+        "criterion",
+        "passed",
+        "gap",
+        "explanation",
+        "grader_input_tokens",
+        "grader_output_tokens",
+        "duration_s",
+        "started_at",
+    ),
+    "runs": (
+        "run_id",
+        "rubric",
+        "rubric_version",
+        "input",
+        "agent_model",
+        "grader_model",
+        "grader_tools",
+        "agent_kind",
+        "max_iterations",
+        "status",
+        "iterations",
+        "last_result",
+        "final_criteria_passed",
+        "final_criteria_total",
+        "final_output",
+        "error",
+        "agent_input_tokens",
+        "agent_output_tokens",
+        "grader_input_tokens",
+        "grader_output_tokens",
+        "started_at",
+        "finished_at",
+        "duration_s",
+        "thread_id",
+        "batch_id",
+    ),
+}
+"""Column order of each dataset, as written to CSV headers and JSONL objects.
+
+`criteria.status` is the loop's status after that pass; `criteria.started_at` is when
+the pass began (ISO-8601 UTC). `runs.status` is the run's final status and
+`final_criteria_*` count the verdicts of its last pass.
+"""
+
+
+class ExportError(StoreError):
+    """An export asked for an unknown dataset, format or filter."""
+
+
+def neutralise_cell(value: str) -> str:
+    """Prefix a cell a spreadsheet would run as a formula with an apostrophe.
+
+    Cells starting with `=`, `+`, `-`, `@`, a tab or a carriage return are
+    neutralised (OWASP "CSV injection"); everything else is returned as is.
+
+    Examples:
+        >>> neutralise_cell("=HYPERLINK(\\"http://x\\")")
+        '\\'=HYPERLINK("http://x")'
+        >>> neutralise_cell("fine")
+        'fine'
+    """
+    return "'" + value if value.startswith(_FORMULA_PREFIXES) else value
+
+
+def _check(dataset: str, filters: dict[str, Any]) -> None:
+    if dataset not in DATASETS:
+        msg = f"unknown export dataset {dataset!r}; choose one of {', '.join(DATASETS)}"
+        raise ExportError(msg)
+    unknown = sorted(set(filters) - set(FILTER_NAMES))
+    if unknown:
+        msg = f"unknown export filter {', '.join(unknown)}; filters are {', '.join(FILTER_NAMES)}"
+        raise ExportError(msg)
+
+
+def _iso(value: float | None) -> str | None:
+    if value is None:
+        return None
+    return dt.datetime.fromtimestamp(value, dt.UTC).isoformat(timespec="microseconds")
+
+
+def _criteria_row(row: dict[str, Any]) -> dict[str, Any]:
+    row["passed"] = bool(row["passed"])
+    row["started_at"] = _iso(row["started_at"])
+    return row
+
+
+def _runs_row(row: dict[str, Any]) -> dict[str, Any]:
+    row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
+    return row
+
+
+def iter_rows(
+    store: Store, dataset: Dataset | str = "criteria", **filters: Any
+) -> Iterator[dict[str, Any]]:
+    """Stream the rows of a dataset, oldest run first, from one server-side cursor.
+
+    Rows are fetched a thousand at a time on a dedicated read-only connection,
+    so memory stays flat however many rows match.
+
+    Args:
+        store: The store to read.
+        dataset: `criteria` or `runs` (see `EXPORT_COLUMNS`).
+        **filters: `rubric`, `version_id`, `model`, `status`, `since`, `until`,
+            `batch_id`, as in `Store.list_runs`.
+
+    Raises:
+        ExportError: Unknown dataset or filter name.
+        StoreError: A filter value is invalid.
+
+    Examples:
+        >>> rows = iter_rows(store, "criteria", rubric="haiku")  # doctest: +SKIP
+    """
+    _check(dataset, filters)
+    where, params = store.run_filter_sql(**filters)
+    sql = (_CRITERIA_SELECT if dataset == "criteria" else _RUNS_SELECT).format(where=where)
+    convert: Callable[[dict[str, Any]], dict[str, Any]] = (
+        _criteria_row if dataset == "criteria" else _runs_row
+    )
+    columns = EXPORT_COLUMNS[dataset]
+    return _stream(store, sql, params, columns, convert)
+
+
+def _stream(
+    store: Store,
+    sql: str,
+    params: list[Any],
+    columns: tuple[str, ...],
+    convert: Callable[[dict[str, Any]], dict[str, Any]],
+) -> Iterator[dict[str, Any]]:
+    conn = store.connect_readonly()
+    conn.row_factory = None
+    try:
+        cursor = conn.execute(sql, params)
+        while batch := cursor.fetchmany(_FETCH_ROWS):
+            for values in batch:
+                yield convert(dict(zip(columns, values, strict=True)))
+    finally:
+        conn.close()
+
+
+def _csv_cell(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        value = json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        return neutralise_cell(value)
+    return value
+
+
+def _csv_text(
+    rows: Iterator[dict[str, Any]],
+    columns: tuple[str, ...],
+    *,
+    bom: bool,
+    rows_per_chunk: int,
+    counter: list[int],
+) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    if bom:
+        buffer.write("\ufeff")
+    writer.writerow(columns)
+    pending = 0
+    for row in rows:
+        writer.writerow([_csv_cell(row[c]) for c in columns])
+        counter[0] += 1
+        pending += 1
+        if pending >= rows_per_chunk:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+            pending = 0
+    yield buffer.getvalue()
+
+
+def _jsonl_text(
+    rows: Iterator[dict[str, Any]], *, rows_per_chunk: int, counter: list[int]
+) -> Iterator[str]:
+    lines: list[str] = []
+    for row in rows:
+        lines.append(json.dumps(row, ensure_ascii=False) + "\n")
+        counter[0] += 1
+        if len(lines) >= rows_per_chunk:
+            yield "".join(lines)
+            lines.clear()
+    if lines:
+        yield "".join(lines)
+
+
+def csv_chunks(
+    store: Store,
+    dataset: Dataset | str = "criteria",
+    *,
+    bom: bool = False,
+    rows_per_chunk: int = 500,
+    **filters: Any,
+) -> Iterator[bytes]:
+    """A dataset as UTF-8 CSV, yielded in chunks of bytes (header first).
+
+    Args:
+        bom: Start with a UTF-8 byte order mark so Excel reads the encoding right.
+        rows_per_chunk: Rows per yielded chunk.
+    """
+    _check(dataset, filters)
+    rows = iter_rows(store, dataset, **filters)
+    for text in _csv_text(
+        rows, EXPORT_COLUMNS[dataset], bom=bom, rows_per_chunk=rows_per_chunk, counter=[0]
+    ):
+        yield text.encode("utf-8")
+
+
+def jsonl_chunks(
+    store: Store, dataset: Dataset | str = "criteria", *, rows_per_chunk: int = 500, **filters: Any
+) -> Iterator[bytes]:
+    """A dataset as JSON Lines (one object per row, UTF-8), yielded in chunks of bytes."""
+    rows = iter_rows(store, dataset, **filters)
+    for text in _jsonl_text(rows, rows_per_chunk=rows_per_chunk, counter=[0]):
+        yield text.encode("utf-8")
+
+
+def _write(fp: IO[Any], chunks: Iterator[str]) -> None:
+    binary = isinstance(fp, io.RawIOBase | io.BufferedIOBase) or "b" in getattr(fp, "mode", "")
+    for chunk in chunks:
+        fp.write(chunk.encode("utf-8") if binary else chunk)
+
+
+def write_csv(
+    store: Store,
+    fp: IO[Any],
+    dataset: Dataset | str = "criteria",
+    *,
+    bom: bool = False,
+    **filters: Any,
+) -> int:
+    """Write a dataset as CSV to an open file (text opened with `newline=""`, or binary).
+
+    Returns:
+        The number of data rows written (the header not counted).
+    """
+    rows = iter_rows(store, dataset, **filters)
+    counter = [0]
+    _write(
+        fp, _csv_text(rows, EXPORT_COLUMNS[dataset], bom=bom, rows_per_chunk=500, counter=counter)
+    )
+    return counter[0]
+
+
+def write_jsonl(
+    store: Store, fp: IO[Any], dataset: Dataset | str = "criteria", **filters: Any
+) -> int:
+    """Write a dataset as JSON Lines to an open file (text or binary); returns rows written."""
+    rows = iter_rows(store, dataset, **filters)
+    counter = [0]
+    _write(fp, _jsonl_text(rows, rows_per_chunk=500, counter=counter))
+    return counter[0]
+
+
+def _format_for(path: Path, fmt: str | None) -> str:
+    if fmt is None:
+        suffix = path.suffix.lower().lstrip(".")
+        fmt = {"jsonl": "jsonl", "ndjson": "jsonl", "csv": "csv"}.get(suffix)
+        if fmt is None:
+            msg = f"cannot tell the export format from {path.name!r}; name it .csv or .jsonl"
+            raise ExportError(msg)
+    if fmt not in FORMATS:
+        msg = f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}"
+        raise ExportError(msg)
+    return fmt
+
+
+def export_file(
+    store: Store,
+    path: str | Path,
+    *,
+    fmt: Format | str | None = None,
+    dataset: Dataset | str = "criteria",
+    bom: bool = False,
+    **filters: Any,
+) -> int:
+    """Export a dataset to a file; the format follows the suffix unless `fmt` is given.
+
+    The file is written next to its destination and renamed into place, so a
+    failed export never leaves half a file behind.
+
+    Returns:
+        The number of data rows written.
+    """
+    path = Path(path)
+    fmt = _format_for(path, fmt)
+    _check(dataset, filters)
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="") as fp:
+            if fmt == "csv":
+                count = write_csv(store, fp, dataset, bom=bom, **filters)
+            else:
+                count = write_jsonl(store, fp, dataset, **filters)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return count
+
+
+def open_export(
+    store: Store,
+    fmt: Format | str = "csv",
+    dataset: Dataset | str = "criteria",
+    *,
+    bom: bool = False,
+    **filters: Any,
+) -> IO[bytes]:
+    """The export as a rewound binary file, spooled to disk past a few megabytes.
+
+    Fits `st.download_button(data=lambda: open_export(store, ...))`: nothing is
+    built until the button is pressed and memory stays bounded.
+    """
+    if fmt not in FORMATS:
+        msg = f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}"
+        raise ExportError(msg)
+    chunks = (
+        csv_chunks(store, dataset, bom=bom, **filters)
+        if fmt == "csv"
+        else jsonl_chunks(store, dataset, **filters)
+    )
+    spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)  # noqa: SIM115 - returned
+    try:
+        for chunk in chunks:
+            spool.write(chunk)
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool

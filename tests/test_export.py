@@ -1,0 +1,236 @@
+"""Tests for rubric_core.export: streamed CSV/JSONL datasets checked cell by cell."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from rubric_core.export import (
+    EXPORT_COLUMNS,
+    ExportError,
+    csv_chunks,
+    export_file,
+    iter_rows,
+    jsonl_chunks,
+    neutralise_cell,
+    open_export,
+    write_csv,
+    write_jsonl,
+)
+from rubric_core.store import StoreError
+
+NASTY_INPUT = '=HYPERLINK("http://evil","x")\nsecond line, with comma and "quotes" — ünïcödé 🚀'
+NASTY_GAP = "+cmd|' /C calc'!A0"
+
+
+@pytest.fixture
+def seeded(store, new_run, make_evaluation):
+    """Two rubrics; a two-pass run with hostile text, a one-pass run, and a run on another rubric."""
+    essay = store.save_rubric_version("essay", "- has a title\n- cites a source")
+    poem = store.save_rubric_version("poem", "- rhymes")
+    first = new_run(store, essay["id"], input=NASTY_INPUT, agent_model="agent-a")
+    store.record_evaluation(
+        first,
+        make_evaluation(
+            grading_run_id="g1",
+            iteration=0,
+            verdicts=[("has a title", True), ("cites a source", False, NASTY_GAP)],
+            explanation="@SUM(A1:A2) is not a source",
+            started_at=1_700_000_000.0,
+            grader_input_tokens=11,
+            grader_output_tokens=3,
+        ),
+    )
+    store.record_evaluation(
+        first,
+        make_evaluation(
+            grading_run_id="g1",
+            iteration=1,
+            verdicts=[("has a title", True), ("cites a source", True)],
+            explanation="Both pass.\nWell done — ✓",
+            started_at=1_700_000_010.0,
+        ),
+    )
+    store.finish_run(first, status="satisfied", final_output="-1 is the answer")
+    second = new_run(store, essay["id"], agent_model="agent-b", grader_model="judge-x")
+    store.record_evaluation(
+        second,
+        make_evaluation(grading_run_id="g2", verdicts=[("has a title", False, "\tadd one")]),
+    )
+    store.finish_run(second, status="max_iterations_reached")
+    third = new_run(store, poem["id"])
+    store.record_evaluation(
+        third, make_evaluation(grading_run_id="g3", verdicts=[("rhymes", True)])
+    )
+    return {"essay": essay, "poem": poem, "runs": (first, second, third)}
+
+
+def _csv(store, dataset="criteria", **kwargs):
+    data = b"".join(csv_chunks(store, dataset, **kwargs)).decode("utf-8")
+    return list(csv.reader(io.StringIO(data, newline="")))
+
+
+def test_criteria_csv_cells_exact_and_formulas_neutralised(store, seeded):
+    first, second, third = seeded["runs"]
+    header, *rows = _csv(store)
+    assert tuple(header) == EXPORT_COLUMNS["criteria"]
+    assert len(rows) == 6  # 2 + 2 + 1 + 1 criterion verdicts
+    by_key = {(r[0], r[7], r[10]): dict(zip(header, r, strict=True)) for r in rows}
+
+    failing = by_key[(str(first), "0", "cites a source")]
+    assert failing == {
+        "run_id": str(first),
+        "rubric": "essay",
+        "rubric_version": "1",
+        "input": "'" + NASTY_INPUT,
+        "agent_model": "agent-a",
+        "grader_model": "replay:article-grader",
+        "grading_run_id": "g1",
+        "iteration": "0",
+        "result": "needs_revision",
+        "status": "needs_revision",
+        "criterion": "cites a source",
+        "passed": "false",
+        "gap": "'" + NASTY_GAP,
+        "explanation": "'@SUM(A1:A2) is not a source",
+        "grader_input_tokens": "11",
+        "grader_output_tokens": "3",
+        "duration_s": "0.5",
+        "started_at": "2023-11-14T22:13:20.000000+00:00",
+    }
+    passing = by_key[(str(first), "1", "has a title")]
+    assert (passing["passed"], passing["gap"]) == ("true", "")
+    assert passing["explanation"] == "Both pass.\nWell done — ✓"
+    assert by_key[(str(second), "0", "has a title")]["gap"] == "'\tadd one"
+    # oldest run first, passes in order, criteria in rubric order
+    assert [(r[0], r[7], r[10]) for r in rows][:4] == [
+        (str(first), "0", "has a title"),
+        (str(first), "0", "cites a source"),
+        (str(first), "1", "has a title"),
+        (str(first), "1", "cites a source"),
+    ]
+
+
+def test_runs_csv_summarises_each_run(store, seeded):
+    first, second, third = seeded["runs"]
+    header, *rows = _csv(store, "runs")
+    assert tuple(header) == EXPORT_COLUMNS["runs"]
+    table = {row[0]: dict(zip(header, row, strict=True)) for row in rows}
+    assert set(table) == {str(first), str(second), str(third)}
+    run = table[str(first)]
+    assert run["status"] == "satisfied"
+    assert run["iterations"] == "2"
+    assert (run["final_criteria_passed"], run["final_criteria_total"]) == ("2", "2")
+    assert run["final_output"] == "'-1 is the answer"
+    assert run["grader_tools"] == '["text_stats"]'
+    assert table[str(second)]["final_criteria_passed"] == "0"
+    assert table[str(third)]["status"] == "running"
+
+
+def test_jsonl_keeps_raw_values_and_unicode(store, seeded):
+    first, *_ = seeded["runs"]
+    lines = b"".join(jsonl_chunks(store, "criteria", rubric="essay")).decode("utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert len(rows) == 5
+    assert rows[0]["input"] == NASTY_INPUT  # JSONL is for programs: no apostrophes
+    assert rows[1]["gap"] == NASTY_GAP
+    assert rows[1]["passed"] is False
+    assert rows[0]["gap"] is None
+    assert "🚀" in lines[0]  # not \u-escaped
+    runs = [json.loads(line) for line in b"".join(jsonl_chunks(store, "runs")).splitlines()]
+    assert runs[0]["grader_tools"] == ["text_stats"]
+
+
+def test_filters_match_list_runs(store, seeded):
+    first, second, third = seeded["runs"]
+    assert {r["run_id"] for r in iter_rows(store, rubric="poem")} == {third}
+    assert {r["run_id"] for r in iter_rows(store, version_id=seeded["essay"]["id"])} == {
+        first,
+        second,
+    }
+    assert {r["run_id"] for r in iter_rows(store, model="judge-x")} == {second}
+    assert {r["run_id"] for r in iter_rows(store, model="agent-a")} == {first}
+    assert {r["run_id"] for r in iter_rows(store, "runs", status="running")} == {third}
+    assert list(iter_rows(store, since="2999-01-01")) == []
+    assert len(list(iter_rows(store, "runs", until="2999-01-01"))) == 3
+
+
+def test_bad_export_requests_name_the_problem(store, seeded):
+    with pytest.raises(ExportError, match="unknown export dataset 'passes'"):
+        iter_rows(store, "passes")
+    with pytest.raises(ExportError, match="unknown export filter colour"):
+        iter_rows(store, colour="red")
+    with pytest.raises(StoreError, match="unknown status 'great'"):
+        iter_rows(store, status="great")
+    with pytest.raises(ExportError, match="unknown export format 'xlsx'"):
+        open_export(store, "xlsx")
+
+
+def test_write_csv_and_jsonl_to_files_with_bom(store, seeded, tmp_path):
+    path = tmp_path / "out.csv"
+    assert export_file(store, path, bom=True) == 6
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")
+    with path.open(encoding="utf-8-sig", newline="") as fp:
+        rows = list(csv.reader(fp))
+    assert rows[0][0] == "run_id"
+    assert rows[1][3] == "'" + NASTY_INPUT
+
+    jsonl = tmp_path / "runs.jsonl"
+    assert export_file(store, jsonl, dataset="runs", status="satisfied") == 1
+    assert json.loads(jsonl.read_text(encoding="utf-8"))["status"] == "satisfied"
+    with pytest.raises(ExportError, match=r"name it \.csv or \.jsonl"):
+        export_file(store, tmp_path / "out.txt")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == ["out.csv"]
+
+    text = io.StringIO(newline="")
+    assert write_csv(store, text, "runs") == 3
+    binary = io.BytesIO()
+    assert write_jsonl(store, binary) == 6
+    assert binary.getvalue().count(b"\n") == 6
+
+
+def test_open_export_returns_rewound_file(store, seeded):
+    with open_export(store, "csv", "criteria", rubric="poem") as fp:
+        rows = list(csv.reader(io.TextIOWrapper(fp, encoding="utf-8", newline="")))
+    assert rows[1][10] == "rhymes"
+
+
+def test_empty_store_exports_header_only(store):
+    assert _csv(store) == [list(EXPORT_COLUMNS["criteria"])]
+    assert b"".join(jsonl_chunks(store)) == b""
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("=1+1", "'=1+1"),
+        ("+1", "'+1"),
+        ("-1", "'-1"),
+        ("@A1", "'@A1"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("a=b", "a=b"),
+        ("", ""),
+        ("ünï", "ünï"),
+    ],
+)
+def test_neutralise_cell(cell, expected):
+    assert neutralise_cell(cell) == expected
+
+
+def test_export_streams_many_rows_in_chunks(store, new_run, make_evaluation):
+    version = store.save_rubric_version("bulk", "- a")
+    run_id = new_run(store, version["id"])
+    verdicts = [(f"criterion {i}", i % 2 == 0) for i in range(60)]
+    for iteration in range(40):
+        store.record_evaluation(
+            run_id, make_evaluation(grading_run_id="g", iteration=iteration, verdicts=verdicts)
+        )
+    chunks = list(csv_chunks(store, rows_per_chunk=100))
+    assert len(chunks) > 20
+    rows = list(csv.reader(io.StringIO(b"".join(chunks).decode(), newline="")))
+    assert len(rows) == 1 + 40 * 60
