@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import streamlit as st
 
+from rubric_core.charts import find_regressions, heatmap_figure, timeline_figure
 from rubric_core.dashboard import (
+    ANY,
+    BASE_URL_ENV,
+    MODEL_ENV,
+    MODEL_SOURCES,
+    RUN_STATUSES,
+    InputError,
+    RunFilters,
     RunRegistry,
+    known_models,
+    model_choice,
+    one_line,
+    parse_run_filters,
+    pass_details,
+    run_spec_rows,
     status_badge,
     status_level,
     status_meaning,
     store_error_message,
+    transcript_items,
+    version_label,
 )
 from rubric_core.store import Store, StoreError, default_db_path
 
@@ -95,3 +112,194 @@ def show_plain(text: str | None, *, empty: str = "(empty)", height: int | None =
         st.code(body, language=None, wrap_lines=True)
     else:
         st.code(body, language=None, wrap_lines=True, height=height)
+
+
+# ---------------------------------------------------------------- shared widgets
+
+
+def rubric_version_picker(store: Store, *, key: str) -> dict | None:
+    """Pick a rubric and one of its versions; `None` (with a hint) when none is stored."""
+    rubrics = store.list_rubrics()
+    if not rubrics:
+        st.info("No rubric is stored yet: write one on the Rubrics page first.", icon="📝")
+        return None
+    names = [r["name"] for r in rubrics]
+    if st.session_state.get(f"{key}_rubric") not in names:
+        st.session_state[f"{key}_rubric"] = names[0]
+    name = st.selectbox("Rubric", names, key=f"{key}_rubric")
+    versions = list(reversed(store.rubric_versions(name)))  # newest first
+    labels = {v["id"]: version_label(v) for v in versions}
+    version_id = st.selectbox(
+        "Version", list(labels), format_func=labels.get, key=f"{key}_version_{name}"
+    )
+    return next(v for v in versions if v["id"] == version_id)
+
+
+def model_picker(
+    role: str, *, key: str, scenarios: list[dict], default_scenario: str
+) -> tuple[str, str | None]:
+    """The Run/Batch pages' model chooser for one role; returns `(spec, base_url)`.
+
+    Raises:
+        InputError: A field is missing or malformed (shown by the caller in place).
+    """
+    sources = list(MODEL_SOURCES)
+    source = st.radio(
+        f"{role.capitalize()} model",
+        sources,
+        format_func=MODEL_SOURCES.get,
+        key=f"{key}_{role}_source",
+        horizontal=True,
+    )
+    if source == "replay":
+        names = [s["name"] for s in scenarios]
+        if st.session_state.get(f"{key}_{role}_scenario") not in names and names:
+            st.session_state[f"{key}_{role}_scenario"] = (
+                default_scenario if default_scenario in names else names[0]
+            )
+        scenario = st.selectbox(
+            "Replay scenario",
+            names,
+            format_func=lambda n: next(
+                (f"{n} — {s['title']}" for s in scenarios if s["name"] == n), n
+            ),
+            key=f"{key}_{role}_scenario",
+        )
+        return model_choice("replay", scenario=scenario or "")
+    if source == "provider":
+        text = st.text_input(
+            "Model (provider:model-id)",
+            key=f"{key}_{role}_provider",
+            placeholder="openai:gpt-4.1-mini",
+        )
+        return model_choice("provider", provider_string=text)
+    st.session_state.setdefault(f"{key}_{role}_base_url", os.environ.get(BASE_URL_ENV, ""))
+    st.session_state.setdefault(f"{key}_{role}_base_url_model", os.environ.get(MODEL_ENV, ""))
+    url = st.text_input(
+        "Base URL",
+        key=f"{key}_{role}_base_url",
+        placeholder="http://127.0.0.1:8080/v1",
+    )
+    name = st.text_input(
+        "Model name on that server",
+        key=f"{key}_{role}_base_url_model",
+        placeholder="smollm2-135m",
+    )
+    return model_choice("base_url", base_url=url, base_url_model=name)
+
+
+def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
+    """The filters shared by Runs and Export; `None` after showing what is wrong with them."""
+    rubrics = store.list_rubrics()
+    names = [ANY, *(r["name"] for r in rubrics)]
+    c1, c2, c3, c4, c5, c6 = st.columns([2, 2, 2, 2, 1.5, 1.5])
+    rubric = c1.selectbox("Rubric", names, key=f"{key}_rubric")
+    version_ids: list = [ANY]
+    labels: dict = {ANY: ANY}
+    if rubric != ANY:
+        for version in reversed(store.rubric_versions(rubric)):
+            version_ids.append(version["id"])
+            labels[version["id"]] = f"v{version['version']}"
+    version_id = c2.selectbox(
+        "Version", version_ids, format_func=labels.get, key=f"{key}_version_{rubric}"
+    )
+    model = c3.selectbox("Model (agent or grader)", [ANY, *known_models(store)], key=f"{key}_model")
+    status = c4.selectbox(
+        "Status", [ANY, *RUN_STATUSES], format_func=lambda s: s if s == ANY else status_badge(s),
+        key=f"{key}_status",
+    )  # fmt: skip
+    since = c5.date_input("From", value=None, key=f"{key}_since")
+    until = c6.date_input("To", value=None, key=f"{key}_until")
+    try:
+        return parse_run_filters(
+            rubric=rubric,
+            version_id=None if version_id == ANY else version_id,
+            model=model,
+            status=status,
+            since=since,
+            until=until,
+        )
+    except InputError as exc:
+        st.error(str(exc))
+        return None
+
+
+# ---------------------------------------------------------------- a run, drawn
+
+
+def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key: str) -> None:
+    """Status, numbers, the timeline and the heatmap of one run (live or stored)."""
+    show_status(run["status"], error=run.get("error"))
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Grading passes", f"{len(evaluations)} / {run.get('max_iterations', '?')}")
+    m2.metric("Seconds", f"{float(run.get('duration_s') or 0):.1f}")
+    m3.metric(
+        "Grader tokens",
+        f"{int(run.get('grader_input_tokens') or 0):,} in / {int(run.get('grader_output_tokens') or 0):,} out",
+    )
+    regressions = find_regressions(evaluations)
+    m4.metric("Regressions", len(regressions))
+    left, right = st.columns([2, 3])
+    left.plotly_chart(timeline_figure(evaluations), key=f"{key}_timeline")
+    right.plotly_chart(heatmap_figure(evaluations), key=f"{key}_heatmap")
+    for name, from_pass, to_pass in regressions:
+        st.warning(
+            f"Regression: passed in Pass {from_pass + 1}, failed in Pass {to_pass + 1}: "
+            f"{one_line(name, 120)}",
+            icon="↩️",
+        )
+
+
+def render_passes(evaluations: list[dict]) -> None:
+    """Each pass's verdict, explanation and gaps, as text."""
+    if not evaluations:
+        st.caption("No grading pass stored yet.")
+        return
+    for detail in reversed(pass_details(evaluations)):
+        title = (
+            f"{detail['label']} · {status_badge(detail['result'])} · "
+            f"{detail['passed']}/{detail['total']} criteria · {detail['duration_s']} s"
+        )
+        with st.expander(title, expanded=detail is pass_details(evaluations)[-1]):
+            st.caption("Grader's explanation")
+            st.text(detail["explanation"] or "(none)")
+            if detail["gaps"]:
+                st.caption("Gaps (what the grader asked to change)")
+                for criterion, gap in detail["gaps"]:
+                    st.text(f"✗ {criterion}\n   → {gap}")
+
+
+def render_transcript(store: Store, run_id: int) -> None:
+    """The stored conversation; the grader's injected feedback is marked as the grader's."""
+    items = transcript_items(store.transcript(run_id))
+    if not items:
+        st.caption("No transcript stored yet (it is saved when the run ends).")
+        return
+    for item in items:
+        with st.chat_message(item["chat"], avatar=item["avatar"]):
+            st.caption(item["speaker"])
+            if item["is_grader"]:
+                st.info("Injected by the grader, not written by the user.", icon="⚖️")
+            if item["content"]:
+                st.text(item["content"])
+            for call in item["tool_calls"]:
+                st.code(call, language=None, wrap_lines=True)
+
+
+def render_run_detail(store: Store, run_id: int, *, key: str) -> None:
+    """A stored run's page: overview, passes, transcript, final output and its spec."""
+    run = store.get_run(run_id)
+    evaluations = store.run_evaluations(run_id)
+    st.subheader(f"Run #{run_id} · {run.get('rubric', '')} v{run.get('rubric_version', '?')}")
+    render_run_overview(store, run, evaluations, key=key)
+    passes, transcript, output, spec = st.tabs(["Passes", "Transcript", "Final output", "Spec"])
+    with passes:
+        render_passes(evaluations)
+    with transcript:
+        render_transcript(store, run_id)
+    with output:
+        show_plain(run.get("final_output"), empty="(no final output stored)")
+    with spec:
+        st.dataframe(run_spec_rows(run), hide_index=True)
+        st.caption("Input")
+        show_plain(run.get("input"))

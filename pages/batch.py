@@ -1,5 +1,190 @@
-"""batch page (in progress)."""
+"""Batch: one rubric version over a dataset of inputs, with progress and a summary."""
+
+from __future__ import annotations
 
 import streamlit as st
 
-st.title("batch")
+from rubric_core.charts import iterations_histogram, pass_rate_figure
+from rubric_core.dashboard import (
+    InputError,
+    batch_progress,
+    combine_models,
+    load_uploaded_dataset,
+    one_line,
+    progress,
+    spec_error_hint,
+    start_batch,
+    status_badge,
+)
+from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.runner import (
+    MAX_CONCURRENCY,
+    MAX_ITERATIONS_LIMIT,
+    RunSpec,
+    SpecError,
+    format_rate,
+    summary_for_batch,
+)
+from rubric_core.tools import TOOL_NAMES
+from studio_ui import (
+    STORE_ERRORS,
+    get_store,
+    model_picker,
+    rubric_version_picker,
+    run_registry,
+    show_store_error,
+)
+
+BATCH_POLL_S = 1.0
+
+store = get_store()
+registry = run_registry()
+scenarios = list_scenarios()
+
+st.title("Batch")
+st.caption(
+    "Run one rubric version over many inputs: a CSV with an `input` column, or JSONL with "
+    '`{"input": ...}` per line.'
+)
+
+upload = st.file_uploader("Dataset", type=["csv", "jsonl", "ndjson"], key="batch_upload")
+inputs: list[str] = []
+if upload is not None:
+    try:
+        inputs = load_uploaded_dataset(upload.name, upload.getvalue())
+    except InputError as exc:
+        st.error(f"Cannot use this dataset: {exc}")
+    else:
+        st.success(f"{len(inputs)} input(s) read from {upload.name}.")
+        with st.expander("First inputs"):
+            for number, text in enumerate(inputs[:5], start=1):
+                st.text(f"{number}. {one_line(text, 200)}")
+
+version = rubric_version_picker(store, key="batch")
+if version is None:
+    st.stop()
+
+agent_col, grader_col = st.columns(2, gap="large")
+errors: list[str] = []
+with agent_col:
+    try:
+        agent_choice = model_picker(
+            "agent", key="batch", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+        )
+    except InputError as exc:
+        agent_choice = None
+        errors.append(f"Agent model: {exc}")
+with grader_col:
+    try:
+        grader_choice = model_picker(
+            "grader", key="batch", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+        )
+    except InputError as exc:
+        grader_choice = None
+        errors.append(f"Grader model: {exc}")
+
+st.session_state.setdefault("batch_max_iterations", 3)
+st.session_state.setdefault("batch_concurrency", 4)
+c1, c2, c3 = st.columns([3, 1, 1])
+tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="batch_tools")
+max_iterations = c2.number_input(
+    "Max iterations",
+    min_value=1,
+    max_value=MAX_ITERATIONS_LIMIT,
+    step=1,
+    key="batch_max_iterations",
+)
+concurrency = c3.number_input(
+    "Concurrency", min_value=1, max_value=MAX_CONCURRENCY, step=1, key="batch_concurrency"
+)
+
+if st.button("Launch batch", type="primary", key="batch_launch", disabled=not inputs):
+    if agent_choice and grader_choice:
+        try:
+            agent_spec, grader_spec, base_url = combine_models(agent_choice, grader_choice)
+        except InputError as exc:
+            errors.append(str(exc))
+    if errors:
+        for message in errors:
+            st.error(message)
+    else:
+        spec = RunSpec(
+            rubric_version_id=int(version["id"]),
+            input=inputs[0],
+            agent_model=agent_spec,
+            grader_model=grader_spec,
+            grader_tools=tuple(tools),
+            max_iterations=int(max_iterations),
+            base_url=base_url,
+        )
+        try:
+            job = start_batch(store, spec, inputs, concurrency=int(concurrency))
+        except SpecError as exc:
+            st.error(f"Not started: {spec_error_hint(str(exc))}")
+        except STORE_ERRORS as exc:
+            show_store_error(exc)
+        else:
+            registry.add_batch(job)
+            st.session_state["batch_watch"] = job.batch_id
+elif errors:
+    for message in errors:
+        st.error(message)
+if not inputs:
+    st.caption("Upload a dataset to enable “Launch batch”.")
+
+batch_id = st.session_state.get("batch_watch")
+if batch_id is None:
+    st.stop()
+job = registry.batch(batch_id)
+st.divider()
+st.subheader(f"Batch {batch_id}")
+polling = job is not None and not job.done()
+
+
+@st.fragment(run_every=BATCH_POLL_S if polling else None)
+def batch_view() -> None:
+    """Progress from the store; the summary once every run has finished."""
+    try:
+        total = job.total if job is not None else store.count_runs(batch_id=batch_id)
+        finished, started = batch_progress(store, batch_id, total)
+        value, text = progress(finished, total)
+        st.progress(value, text=f"{text} ({started - finished} running)")
+        if job is not None and not job.done():
+            if st.button("Stop batch", key="batch_stop"):
+                job.stop()
+                st.toast("Stopping: running runs end as interrupted; no new run starts.")
+            return
+        if job is not None and job.error:
+            st.error(f"The batch stopped early: {job.error}. Runs stored until then are kept.")
+        summary = summary_for_batch(store, batch_id)
+    except STORE_ERRORS as exc:
+        show_store_error(exc)
+        return
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Runs", summary.total)
+    m2.metric("Satisfied", format_rate(summary.satisfied_rate))
+    m3.metric(
+        "Mean passes to satisfied",
+        "n/a"
+        if summary.mean_iterations_to_satisfied is None
+        else f"{summary.mean_iterations_to_satisfied:.2f}",
+    )
+    m4.metric("Grader errors", summary.grader_errors)
+    st.dataframe(
+        [{"status": status_badge(s), "runs": n} for s, n in summary.by_status.items()],
+        hide_index=True,
+        key="batch_status_counts",
+    )
+    left, right = st.columns(2)
+    passes = [k for k, n in summary.iterations_to_satisfied.items() for _ in range(n)]
+    left.plotly_chart(iterations_histogram(passes), key="batch_iterations")
+    right.plotly_chart(pass_rate_figure(summary.criterion_pass_rates), key="batch_pass_rates")
+    if summary.errors:
+        st.caption("Runs that ended in error")
+        for item in summary.errors:
+            st.text(f"#{item['run_id']}: {one_line(item.get('error'), 300)}")
+    if polling:
+        st.rerun()
+
+
+batch_view()

@@ -1,5 +1,229 @@
-"""run page (in progress)."""
+"""Run: configure one run, launch it, and watch each grading pass arrive."""
+
+from __future__ import annotations
 
 import streamlit as st
 
-st.title("run")
+from rubric_core.dashboard import (
+    InputError,
+    combine_models,
+    run_label,
+    spec_error_hint,
+)
+from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.rubric import parse_rubric
+from rubric_core.runner import AGENT_KINDS, MAX_ITERATIONS_LIMIT, RunSpec, SpecError, start_run
+from rubric_core.tools import TOOL_NAMES
+from studio_ui import (
+    STORE_ERRORS,
+    get_store,
+    model_picker,
+    render_passes,
+    render_run_overview,
+    rubric_version_picker,
+    run_registry,
+    show_plain,
+    show_store_error,
+)
+
+LIVE_POLL_S = 1.0
+
+store = get_store()
+registry = run_registry()
+scenarios = list_scenarios()
+scenario_by_name = {s["name"]: s for s in scenarios}
+
+st.title("Run")
+
+
+def _use_scenario() -> None:
+    """Save the chosen replay scenario's rubric and fill the form with its input and tools."""
+    name = st.session_state.get("run_scenario_helper")
+    scenario = scenario_by_name.get(name)
+    if scenario is None:
+        return
+    try:
+        store.save_rubric_version(name, scenario["rubric"], tags=["replay"], note="from scenario")
+    except STORE_ERRORS as exc:
+        st.session_state["run_flash"] = ("error", str(exc))
+        return
+    st.session_state["run_rubric"] = name
+    st.session_state["run_input"] = scenario["input"]
+    st.session_state["run_tools"] = [t for t in scenario["grader_tools"] if t in TOOL_NAMES]
+    st.session_state["run_max_iterations"] = int(scenario.get("max_iterations") or 3)
+    st.session_state["run_agent_kind"] = scenario.get("agent_kind") or "basic"
+    for role in ("agent", "grader"):
+        st.session_state[f"run_{role}_source"] = "replay"
+        st.session_state[f"run_{role}_scenario"] = name
+    st.session_state["run_flash"] = (
+        "success",
+        f"Loaded scenario {name!r}: rubric, input and tools.",
+    )
+
+
+with st.expander("Offline demo: load a replay scenario", expanded=not store.list_rubrics()):
+    st.caption(
+        "Replay models play back a scenario's scripted turns (no network, no API key). Their "
+        "verdicts are written for the scenario's own rubric, so load it together with its input."
+    )
+    helper_col, helper_button = st.columns([3, 1], vertical_alignment="bottom")
+    names = list(scenario_by_name)
+    helper_col.selectbox(
+        "Scenario",
+        names,
+        index=names.index(DEFAULT_REPLAY_SCENARIO) if DEFAULT_REPLAY_SCENARIO in names else 0,
+        format_func=lambda n: f"{n} — {scenario_by_name[n]['title']}",
+        key="run_scenario_helper",
+    )
+    helper_button.button("Use scenario", on_click=_use_scenario, key="run_use_scenario")
+
+flash = st.session_state.pop("run_flash", None)
+if flash:
+    (st.success if flash[0] == "success" else st.error)(flash[1])
+
+version = rubric_version_picker(store, key="run")
+if version is None:
+    st.stop()
+with st.expander(f"{len(version['criteria'])} criteria of {version['name']} v{version['version']}"):
+    for number, criterion in enumerate(version["criteria"], start=1):
+        st.text(f"{number}. {criterion}")
+
+text = st.text_area("Input (the request to the agent)", key="run_input", height=120)
+
+agent_col, grader_col = st.columns(2, gap="large")
+errors: list[str] = []
+with agent_col:
+    try:
+        agent_choice = model_picker(
+            "agent", key="run", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+        )
+    except InputError as exc:
+        agent_choice = None
+        errors.append(f"Agent model: {exc}")
+with grader_col:
+    try:
+        grader_choice = model_picker(
+            "grader", key="run", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+        )
+    except InputError as exc:
+        grader_choice = None
+        errors.append(f"Grader model: {exc}")
+
+for choice in (agent_choice, grader_choice):
+    spec = choice[0] if choice else ""
+    scenario = (
+        scenario_by_name.get(spec.removeprefix("replay:")) if spec.startswith("replay:") else None
+    )
+    if scenario and parse_rubric(scenario["rubric"]) != version["criteria"]:
+        st.warning(
+            f"The replay scenario {scenario['name']!r} scripts verdicts for its own rubric, not for "
+            f"{version['name']} v{version['version']}; its grader will not match these criteria. "
+            "Use “Offline demo: load a replay scenario” above to load the matching rubric.",
+            icon="🔁",
+        )
+        break
+
+st.session_state.setdefault("run_max_iterations", 3)
+c1, c2, c3 = st.columns([3, 1, 1])
+tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="run_tools")
+max_iterations = c2.number_input(
+    "Max iterations", min_value=1, max_value=MAX_ITERATIONS_LIMIT, step=1,
+    key="run_max_iterations",
+)  # fmt: skip
+agent_kind = c3.radio("Agent kind", list(AGENT_KINDS), key="run_agent_kind", horizontal=True)
+with st.expander("System prompts (optional)"):
+    grader_prompt = st.text_area(
+        "Grader system prompt", key="run_grader_prompt", placeholder="(the middleware's default)"
+    )
+    agent_prompt = st.text_area(
+        "Agent system prompt", key="run_agent_prompt", placeholder="(the framework's default)"
+    )
+
+if st.button("Launch run", type="primary", key="run_launch"):
+    if agent_choice and grader_choice:
+        try:
+            agent_spec, grader_spec, base_url = combine_models(agent_choice, grader_choice)
+        except InputError as exc:
+            errors.append(str(exc))
+    if errors:
+        for message in errors:
+            st.error(message)
+    else:
+        spec = RunSpec(
+            rubric_version_id=int(version["id"]),
+            input=text,
+            agent_model=agent_spec,
+            grader_model=grader_spec,
+            grader_tools=tuple(tools),
+            max_iterations=int(max_iterations),
+            agent_kind=agent_kind,
+            agent_system_prompt=agent_prompt.strip() or None,
+            grader_system_prompt=grader_prompt.strip() or None,
+            base_url=base_url,
+        )
+        try:
+            handle = start_run(store, spec)
+        except SpecError as exc:
+            st.error(f"Not started: {spec_error_hint(str(exc))}")
+        except STORE_ERRORS as exc:
+            show_store_error(exc)
+        else:
+            registry.add_run(handle)
+            st.session_state["run_watch"] = handle.run_id
+elif errors:
+    for message in errors:
+        st.error(message)
+
+# ------------------------------------------------------------------ the live view
+
+active = registry.active_runs()
+watch = st.session_state.get("run_watch")
+if watch is None and active:
+    watch = active[0]
+if watch is None:
+    st.stop()
+
+st.divider()
+if len(active) > 1 or (active and watch not in active):
+    recent = [watch, *(run_id for run_id in active if run_id != watch)]
+    watch = st.selectbox(
+        "Watching",
+        recent,
+        format_func=lambda run_id: run_label(store.get_run(run_id)),
+        key="run_watch_pick",
+    )
+    st.session_state["run_watch"] = watch
+
+running_now = store.get_run(watch)["status"] == "running"
+
+
+@st.fragment(run_every=LIVE_POLL_S if running_now else None)
+def live_view(run_id: int) -> None:
+    """Redraw the run from the store; once it ends, rerun the page to stop polling."""
+    try:
+        run = store.get_run(run_id)
+        evaluations = store.run_evaluations(run_id)
+    except STORE_ERRORS as exc:
+        show_store_error(exc)
+        return
+    st.subheader(f"Run #{run_id} · {run['rubric']} v{run['rubric_version']}")
+    handle = registry.run(run_id)
+    if run["status"] == "running":
+        st.caption(
+            f"Live: pass {len(evaluations)} of at most {run['max_iterations']} stored; "
+            f"redrawn from the store every {LIVE_POLL_S:g} s. Switching page does not stop it."
+        )
+        if handle is not None and st.button("Stop", key=f"run_stop_{run_id}"):
+            handle.stop()
+            st.toast(f"Stopping run #{run_id} before the agent's next model call.")
+    render_run_overview(store, run, evaluations, key=f"live_{run_id}")
+    render_passes(evaluations)
+    if run["status"] != "running":
+        st.caption("Final output")
+        show_plain(run.get("final_output"), empty="(no final output)")
+        st.caption("Open it on the Runs page for the transcript, or compare its passes.")
+    if running_now and run["status"] != "running":
+        st.rerun()
+
+
+live_view(watch)

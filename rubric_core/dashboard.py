@@ -85,6 +85,9 @@ MODEL_ENV = "RUBRIC_STUDIO_LLM_MODEL"
 
 DEFAULT_PAGE_SIZE = 25
 
+ANY = "(any)"
+"""The filter choice that means no filter."""
+
 
 class InputError(ValueError):
     """Something a person typed or picked cannot be used; the message says what and how to fix it."""
@@ -554,8 +557,10 @@ def transcript_items(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     """Stored transcript rows as chat items; the grader's injected feedback is labelled as such.
 
     Returns:
-        `{speaker, avatar, is_grader, content, tool_calls}` per message: `speaker` is
-        "Grader feedback (injected by the rubric loop)" for grader turns, else the role.
+        `{chat, speaker, avatar, is_grader, content, tool_calls}` per message: `chat` is the
+        chat-message name (user, assistant, grader, tool, system), `avatar` an emoji or
+        `None` for the default, `speaker` "Grader feedback (injected by the rubric loop)"
+        for the grader's turns.
     """
     items = []
     for message in messages:
@@ -564,20 +569,21 @@ def transcript_items(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, An
             bool(message.get("is_grader")) or message.get("name") == RUBRIC_GRADER_MESSAGE_SOURCE
         )
         if is_grader:
-            speaker, avatar = "Grader feedback (injected by the rubric loop)", "⚖️"
+            chat, speaker, avatar = "grader", "Grader feedback (injected by the rubric loop)", "⚖️"
         elif role in {"human", "user"}:
-            speaker, avatar = "User", "user"
+            chat, speaker, avatar = "user", "User", None
         elif role in {"ai", "assistant"}:
-            speaker, avatar = "Agent", "assistant"
+            chat, speaker, avatar = "assistant", "Agent", None
         elif role == "tool":
-            speaker, avatar = f"Tool result{_suffix(message.get('name'))}", "🛠️"
+            chat, speaker, avatar = "tool", f"Tool result{_suffix(message.get('name'))}", "🛠️"
         elif role == "system":
-            speaker, avatar = "System prompt", "⚙️"
+            chat, speaker, avatar = "system", "System prompt", "⚙️"
         else:
-            speaker, avatar = role or "message", "💬"
+            chat, speaker, avatar = "message", role or "message", "💬"
         calls = message.get("tool_calls") or []
         items.append(
             {
+                "chat": chat,
                 "speaker": speaker,
                 "avatar": avatar,
                 "is_grader": is_grader,
@@ -609,6 +615,41 @@ def _content_text(content: Any) -> str:
                 parts.append(str(block))
         return "\n".join(p for p in parts if p)
     return "" if content is None else str(content)
+
+
+def run_spec_rows(run: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The settings a run was started with, as `{setting, value}` rows."""
+    rows = [
+        ("rubric", f"{run.get('rubric', '')} v{run.get('rubric_version', '?')}"),
+        ("agent model", run.get("agent_model")),
+        ("grader model", run.get("grader_model")),
+        ("grader tools", ", ".join(run.get("grader_tools") or []) or "(none)"),
+        ("max iterations", run.get("max_iterations")),
+        ("agent kind", run.get("agent_kind")),
+        ("grader system prompt", one_line(run.get("grader_system_prompt") or "(default)", 200)),
+        ("agent system prompt", one_line(run.get("agent_system_prompt") or "(default)", 200)),
+        ("started", format_timestamp(run.get("started_at"))),
+        ("finished", format_timestamp(run.get("finished_at"))),
+        ("batch", run.get("batch_id") or ""),
+        (
+            "agent tokens",
+            f"{int(run.get('agent_input_tokens') or 0):,} in / {int(run.get('agent_output_tokens') or 0):,} out",
+        ),
+    ]
+    return [{"setting": k, "value": "" if v is None else str(v)} for k, v in rows]
+
+
+def known_models(store: Any, limit: int = 200) -> list[str]:
+    """Model strings used by stored runs (agent or grader), for the model filter."""
+    conn = store.connect_readonly()
+    try:
+        rows = conn.execute(
+            "SELECT agent_model AS m FROM runs UNION SELECT grader_model FROM runs ORDER BY m LIMIT ?",
+            (int(limit),),
+        ).fetchall()
+    finally:
+        conn.close()
+    return [str(row[0]) for row in rows if row[0]]
 
 
 def compare_runs_rows(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -874,3 +915,43 @@ def batch_progress(store: Any, batch_id: str, total: int) -> tuple[int, int]:
     started = int(store.count_runs(batch_id=batch_id))
     running = int(store.count_runs(batch_id=batch_id, status="running"))
     return started - running, started
+
+
+# ---------------------------------------------------------------- export
+
+
+def preview_rows(
+    store: Any, dataset: str, filters: RunFilters, limit: int = 20
+) -> list[dict[str, Any]]:
+    """The first `limit` rows an export with these filters would write (cells cut to 200 chars)."""
+    from rubric_core.export import iter_rows
+
+    rows = iter_rows(store, dataset, **filters.as_kwargs())
+    try:
+        preview = []
+        for row in rows:
+            preview.append(
+                {k: one_line(v, 200) if isinstance(v, str) else v for k, v in row.items()}
+            )
+            if len(preview) >= limit:
+                break
+        return preview
+    finally:
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
+
+
+def export_file_name(dataset: str, fmt: str, filters: RunFilters) -> str:
+    """A download name that says what is in it: `rubric-studio-criteria-haiku-v3.csv`.
+
+    Examples:
+        >>> export_file_name("runs", "jsonl", RunFilters(rubric="Haiku Poems", status="satisfied"))
+        'rubric-studio-runs-haiku-poems-satisfied.jsonl'
+    """
+    parts = ["rubric-studio", dataset]
+    for value in (filters.rubric, filters.status, filters.since, filters.until):
+        if value:
+            slug = "".join(ch if ch.isalnum() else "-" for ch in str(value).lower()).strip("-")
+            parts.append("-".join(p for p in slug.split("-") if p))
+    return "-".join(parts) + f".{fmt}"
