@@ -66,7 +66,9 @@ _DEFAULT_PROVIDER_MODELS: tuple[tuple[str, str], ...] = (
 DEFAULT_REPLAY_SCENARIO = "find_duplicates"
 """The scenario `default_models` names when no API key is configured."""
 
-_FENCE_RE = re.compile(r"```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+_FENCE_RE = re.compile(
+    r"^[ \t]*```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE
+)
 _SCENARIO_NAME_RE = re.compile(r"^[a-z0-9_]+$")
 _TURN_KINDS = ("content", "tool", "verdict", "verdict_from_tool", "raise", "tool_call")
 _ERROR_TYPES: dict[str, type[Exception]] = {
@@ -337,6 +339,7 @@ def _verdict_from_tool(spec: dict[str, Any]) -> Callable[..., AIMessage]:
 
 def _failure_summary(result: str, limit: int = 400) -> str:
     """The informative lines of a tool result (failures first), clipped for a gap."""
+    result = result.split("\n--- ", 1)[0]  # drop the raw output a tool appends after its summary
     lines = [line.strip() for line in result.splitlines() if line.strip()]
     failing = [line for line in lines if line.startswith(("FAILED", "ERROR", "TIMEOUT", "KILLED"))]
     text = "; ".join(failing or lines)

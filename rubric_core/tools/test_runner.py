@@ -129,9 +129,10 @@ def _summarise(result: SandboxResult, limits: SandboxLimits) -> TestRunResult:
     else:
         status = "ERROR"
         head = f"ERROR: the tests could not run (pytest exit code {result.returncode})"
+        errors = [line[1:].strip() for line in output.splitlines() if line.startswith("E ")]
+        failures = [*failures, *dict.fromkeys(errors[:5])]
         if not failures:
-            tail = [line for line in output.strip().splitlines() if line.strip()][-3:]
-            failures = tail
+            failures = [line for line in output.strip().splitlines() if line.strip()][-3:]
     lines = [head, *failures, *notes]
     text = "\n".join(lines)
     if status != "PASSED" and output.strip():
