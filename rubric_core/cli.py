@@ -134,10 +134,8 @@ def _version_row(store: Store, name: str, version: int | None) -> dict[str, Any]
 
     try:
         versions = store.rubric_versions(name)
-    except StoreError as exc:
+    except StoreError:
         versions = []
-        if "no rubric" not in str(exc).lower():
-            raise BadInput(str(exc)) from exc
     if not versions:
         known = ", ".join(r["name"] for r in store.list_rubrics()) or "none yet"
         raise BadInput(
@@ -208,6 +206,8 @@ def _build_spec(
         grader_model = grader_model or f"replay:{scenario}"
         grader_tools = grader_tools or tuple(data.get("grader_tools") or ())
         agent_kind = agent_kind or data.get("agent_kind") or "basic"
+        if max_iterations is None:
+            max_iterations = data.get("max_iterations")
     if not rubric_name:
         raise BadInput("--rubric is required (or --scenario for an offline demo)")
     version = _version_row(store, rubric_name, rubric_version)

@@ -417,35 +417,43 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _is_verdict_turn(turn: Any) -> bool:
+    """Whether a scripted grader turn ends a grader attempt (a verdict or a scripted failure)."""
+    if callable(turn):
+        try:
+            turn = turn([])
+        except Exception:  # a scripted failure ends the attempt
+            return True
+    return any(call["name"] == "GraderResponse" for call in getattr(turn, "tool_calls", []))
+
+
 def _fast_forward_replay(model: Any, consumed: int, *, verdicts_only: bool) -> None:
     """Skip the turns of a replay model's script that the stored part of a run used up.
 
     A resumed run gets fresh replay models whose scripts start at turn 0. For the
     agent, `consumed` counts its answers already in the checkpoint. For the grader,
-    it counts verdicts already given (grader attempts); tool-call turns before each
-    verdict are skipped with it, and a callable turn counts as a verdict (scripted
-    graders use one to read a tool result before they answer).
+    it counts grader attempts already made; each attempt's tool-call turns are
+    skipped along with the verdict (or scripted failure) that ends it.
     """
     from rubric_core._replay import ReplayChatModel
 
     if not isinstance(model, ReplayChatModel) or consumed <= 0:
         return
     turns = list(model.turns)
+    if not turns:
+        return
     index = 0
     if not verdicts_only:
-        index = min(consumed, len(turns))
+        index = consumed
     else:
         seen = 0
-        while index < len(turns) and seen < consumed:
-            turn = turns[index]
-            index += 1
-            if callable(turn) or any(
-                call["name"] == "GraderResponse" for call in getattr(turn, "tool_calls", [])
-            ):
+        while seen < consumed and (index < len(turns) or model.cycle):
+            if _is_verdict_turn(turns[index % len(turns)]):
                 seen += 1
-    if model.cycle and turns:
+            index += 1
+    if model.cycle:
         index %= len(turns)
-    model._index = index
+    model._index = min(index, len(turns))
 
 
 # --------------------------------------------------------------------------- runs
@@ -800,6 +808,7 @@ def resume_run(
         overrides["base_url"] = base_url
     spec = spec_from_run(run, **overrides)
     validate_spec(spec, store)
+    evaluations = store.run_evaluations(run_id)
     if agent_llm is None or grader_llm is None:
         resolved_agent, resolved_grader = _resolve_models(spec)
         agent_llm = agent_llm or resolved_agent
@@ -822,9 +831,10 @@ def resume_run(
             raise SpecError("run_id", f"run {run_id} has no checkpoint to resume from")
         messages = snapshot.values.get("messages") or []
         answers = sum(1 for m in messages if isinstance(m, AIMessage) and not _is_grader_message(m))
-        verdicts = sum(int(e.get("grader_attempts") or 1) for e in store.run_evaluations(run_id))
+        attempts = sum(int(e.get("grader_attempts") or 1) for e in evaluations)
         _fast_forward_replay(agent_llm, answers, verdicts_only=False)
-        _fast_forward_replay(grader_llm, verdicts, verdicts_only=True)
+        _fast_forward_replay(grader_llm, attempts, verdicts_only=True)
+        store.resume_run(run_id)
     except BaseException:
         _CHECKPOINTERS.release(path)
         raise
