@@ -279,6 +279,6 @@ def test_batch_rejects_bad_arguments_before_any_run(store, kwargs, inputs, fragm
 
 def test_batch_rejects_an_unknown_tool_before_any_run(store):
     template = _template(store, grader_tools=("no_such_tool",))
-    with pytest.raises(SpecError, match="grader_tools: .*no_such_tool"):
+    with pytest.raises(SpecError, match=r"grader_tools: .*no_such_tool"):
         run_batch(store, template, ["a", "b"])
     assert store.count_runs() == 0
