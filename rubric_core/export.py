@@ -72,17 +72,17 @@ _RUNS_SELECT = """
     SELECT r.id AS run_id, rb.name AS rubric, rv.version AS rubric_version, r.input,
            r.agent_model, r.grader_model, r.grader_tools, r.agent_kind, r.max_iterations,
            r.status, r.iterations, r.last_result,
-           fc.passed AS final_criteria_passed, fc.total AS final_criteria_total,
+           (SELECT SUM(cr.passed) FROM criterion_results cr WHERE cr.evaluation_id = le.id)
+               AS final_criteria_passed,
+           (SELECT COUNT(*) FROM criterion_results cr WHERE cr.evaluation_id = le.id)
+               AS final_criteria_total,
            r.final_output, r.error, r.agent_input_tokens, r.agent_output_tokens,
            r.grader_input_tokens, r.grader_output_tokens, r.started_at, r.finished_at,
            r.duration_s, r.thread_id, r.batch_id
     FROM runs r
     JOIN rubric_versions rv ON rv.id = r.rubric_version_id
     JOIN rubrics rb ON rb.id = r.rubric_id
-    LEFT JOIN (
-        SELECT cr.evaluation_id, SUM(cr.passed) AS passed, COUNT(*) AS total
-        FROM criterion_results cr GROUP BY cr.evaluation_id
-    ) fc ON fc.evaluation_id = (
+    LEFT JOIN evaluations le ON le.id = (
         SELECT e.id FROM evaluations e WHERE e.run_id = r.id
         ORDER BY e.started_at DESC, e.id DESC LIMIT 1
     )
