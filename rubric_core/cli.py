@@ -598,6 +598,7 @@ def export(
             --status satisfied --since 2025-01-01 --output runs.jsonl
     """
     from rubric_core import export as exporter
+    from rubric_core.store import StoreError
 
     known_statuses = set(STATUS_DESCRIPTIONS) | set(_EXTRA_STATUS_DESCRIPTIONS)
     if status is not None and status not in known_statuses:
@@ -621,19 +622,19 @@ def export(
                 _version_row(store, rubric_name, None)
                 filters["rubric"] = rubric_name
         filters = {k: v for k, v in filters.items() if v is not None}
-        writer = exporter.write_csv if fmt == "csv" else exporter.write_jsonl
-        if str(output) == "-":
-            stream = click.get_text_stream("stdout")
-            count = writer(store, stream, dataset=dataset, **filters)
-            stream.flush()
-        else:
-            try:
-                with open(output, "w", encoding="utf-8", newline="") as fp:
-                    count = writer(store, fp, dataset=dataset, **filters)
-            except OSError as exc:
-                raise BadInput(f"cannot write {output}: {exc.strerror}") from exc
-            suffix = f" ({count} rows)" if isinstance(count, int) else ""
-            click.echo(f"Wrote {output}{suffix}", err=True)
+        try:
+            if str(output) == "-":
+                stream = click.get_text_stream("stdout")
+                writer = exporter.write_csv if fmt == "csv" else exporter.write_jsonl
+                writer(store, stream, dataset=dataset, **filters)
+                stream.flush()
+            else:
+                count = exporter.export_file(store, output, fmt=fmt, dataset=dataset, **filters)
+                click.echo(f"Wrote {count} rows to {output}", err=True)
+        except StoreError as exc:
+            raise BadInput(str(exc)) from exc
+        except OSError as exc:
+            raise BadInput(f"cannot write {output}: {exc.strerror or exc}") from exc
     finally:
         store.close()
 
