@@ -144,7 +144,7 @@ def test_combine_models_shares_one_base_url() -> None:
     assert combine_models(("replay:haiku", None), ("openai-compatible:m", url))[2] == url
     with pytest.raises(InputError, match="same base URL"):
         combine_models(("openai-compatible:m", url), ("openai-compatible:m", "http://other/v1"))
-    with pytest.raises(InputError, match="the grader uses 'openai:gpt-4.1'"):
+    with pytest.raises(InputError, match=r"the grader uses 'openai:gpt-4\.1'"):
         combine_models(("openai-compatible:m", url), ("openai:gpt-4.1", None))
 
 
