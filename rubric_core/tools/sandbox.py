@@ -66,6 +66,18 @@ try:
                     mount("/proc/self/fd/%d" % fd, target, None, 4096 | 16384, None)  # MS_BIND | MS_REC
                     os.close(fd)
                 notes.append("hid " + blocked + " except " + ", ".join(children))
+            keep = cfg["sandbox_root"]
+            for shared in cfg["private_tmp"]:
+                if not os.path.isdir(shared) or os.path.islink(shared):
+                    continue
+                inside = keep.startswith(shared.rstrip("/") + "/")
+                fd = os.open(keep, os.O_PATH | os.O_DIRECTORY) if inside else None
+                mount("tmpfs", shared, "tmpfs", 2 | 4, "mode=1777,size=64m")
+                if fd is not None:
+                    os.makedirs(keep, 0o755)
+                    mount("/proc/self/fd/%d" % fd, keep, None, 4096 | 16384, None)
+                    os.close(fd)
+            notes.append("private " + ", ".join(cfg["private_tmp"]))
     for name, value in cfg["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
     if cfg["uid"] is not None:
@@ -230,6 +242,9 @@ class SandboxResult:
     leftover_killed: int = 0
     """Processes still alive after the run that the cleanup killed."""
 
+    output_bytes: int = 0
+    """Total size of the combined output (it is capped by the file-size limit)."""
+
     @property
     def signal_name(self) -> str | None:
         """Name of the signal that ended the run (`SIGKILL`, `SIGXCPU`, ...), if any."""
@@ -285,6 +300,8 @@ def _processes_of(uid: int) -> list[int]:
         try:
             with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as status:
                 for line in status:
+                    if line.startswith("State:") and line.split()[1] in ("Z", "X"):
+                        break  # a zombie: already dead, waiting for its parent to reap it
                     if line.startswith("Uid:"):
                         if int(line.split()[1]) == uid:
                             pids.append(int(entry))
@@ -303,19 +320,17 @@ def kill_uid(uid: int) -> int:
 
     Only used for the sandbox's own fresh uid. Returns how many were killed.
     """
-    killed = 0
+    killed: set[int] = set()
     for _ in range(100):
         pids = _processes_of(uid)
         if not pids:
             break
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
+                killed.add(pid)
         time.sleep(0.02)
-    return killed
+    return len(killed)
 
 
 def _kill_group(pgid: int) -> None:
@@ -458,6 +473,7 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
             "PYTHONHASHSEED": "0",
             "PYTHONIOENCODING": "utf-8",
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "COLUMNS": "200",
         }
         status_read, status_write = os.pipe()
         config = {
@@ -465,6 +481,8 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
             "namespaces": is_root,
             "clone_flags": _CLONE_NEWNET | _CLONE_NEWNS,
             "reveal": reveal,
+            "sandbox_root": str(root.resolve()),
+            "private_tmp": ["/tmp", "/var/tmp", "/dev/shm"],
             "rlimits": rlimits,
             "uid": uid,
             "gid": uid,
@@ -527,6 +545,7 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
             error=error,
             uid=uid,
             leftover_killed=leftovers,
+            output_bytes=log_path.stat().st_size,
         )
     finally:
         _rmtree(root)

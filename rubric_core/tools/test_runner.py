@@ -97,7 +97,7 @@ def _summarise(result: SandboxResult, limits: SandboxLimits) -> TestRunResult:
     if "MemoryError" in output:
         notes.append(f"note: the {memory_mib} MiB memory limit was hit (MemoryError)")
     if "sandbox: " in output:
-        refused = sorted(set(re.findall(r"sandbox: ([^\n:'\"]+)", output)))
+        refused = sorted(set(re.findall(r"^E +\w+Error: sandbox: ([^\n:'\"]+)", output, re.M)))
         notes.extend(f"note: the sandbox refused: {what}" for what in refused)
     if "BlockingIOError" in output or "Resource temporarily unavailable" in output:
         notes.append(f"note: the process limit ({limits.nproc}) stopped new processes")
@@ -114,7 +114,7 @@ def _summarise(result: SandboxResult, limits: SandboxLimits) -> TestRunResult:
         result.signal_name == "SIGKILL" and result.duration_s >= limits.cpu_s * 0.9
     ):
         status, head = "KILLED", f"KILLED: CPU time limit of {limits.cpu_s}s exceeded"
-    elif result.signal_name == "SIGXFSZ":
+    elif result.signal_name == "SIGXFSZ" or result.output_bytes >= limits.fsize_bytes:
         status = "KILLED"
         head = f"KILLED: output or file size limit ({limits.fsize_bytes >> 20} MiB) exceeded"
     elif result.signal_name in ("SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS"):
@@ -137,6 +137,8 @@ def _summarise(result: SandboxResult, limits: SandboxLimits) -> TestRunResult:
     text = "\n".join(lines)
     if status != "PASSED" and output.strip():
         room = max(500, _MAX_RESULT_CHARS - len(text))
+        if result.output_bytes >= limits.fsize_bytes:
+            room = 300
         text += "\n\n--- pytest output (end) ---\n" + _clip(output.strip(), room)
     return TestRunResult(
         status=status,
