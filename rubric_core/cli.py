@@ -400,7 +400,7 @@ def format_summary(summary: Any) -> str:
     """A batch summary as terminal text."""
     from rubric_core.runner import format_rate
 
-    lines = [f"Batch {summary.batch_id}: {summary.total} runs"]
+    lines = [f"Batch {summary.batch_id}: {summary.total} run{'' if summary.total == 1 else 's'}"]
     if summary.by_status:
         lines.append("  by status: " + ", ".join(f"{k} {v}" for k, v in summary.by_status.items()))
     lines.append(f"Satisfied rate: {format_rate(summary.satisfied_rate)}")
@@ -624,7 +624,7 @@ def export(
         filters = {k: v for k, v in filters.items() if v is not None}
         try:
             if str(output) == "-":
-                stream = click.get_text_stream("stdout")
+                stream = sys.stdout
                 writer = exporter.write_csv if fmt == "csv" else exporter.write_jsonl
                 writer(store, stream, dataset=dataset, **filters)
                 stream.flush()

@@ -888,8 +888,8 @@ def _load_csv(path: Path, text: str) -> list[str]:
     try:
         for row in reader:
             row_number += 1
-            if not row or not any(cell.strip() for cell in row):
-                continue  # blank line
+            if not row:
+                continue  # a blank line; a row of empty cells is an empty input
             value = row[column] if column < len(row) else ""
             _check_dataset_value(path, f"row {row_number} (line {reader.line_num})", value)
             inputs.append(value)
