@@ -191,6 +191,8 @@ def _parse_scenario(name: str, text: str) -> dict[str, Any]:
     for role in ("agent", "grader"):
         for index, turn in enumerate(data[f"{role}_turns"]):
             _check_turn(name, role, index, turn, criteria)
+            if "content" in turn:
+                turn["content"] = _join_lines(turn["content"])
     return data
 
 
