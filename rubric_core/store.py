@@ -71,7 +71,7 @@ AGENT_KINDS: tuple[str, ...] = ("basic", "deep")
 _MAX_NAME_CHARS = 200
 _MAX_TAG_CHARS = 50
 _MAX_PAGE = 10_000
-_FETCH_BATCH = 1_000
+_GROUP_COMMIT_MAX = 64
 
 _RUN_COLUMNS = """
     r.id, r.rubric_id, rb.name AS rubric, r.rubric_version_id, rv.version AS rubric_version,
@@ -667,21 +667,29 @@ class Store:
         ready.set_result(None)
         try:
             while True:
-                item = self._queue.get()
-                if item is None:
+                batch = [self._queue.get()]
+                # Group commit: whatever queued up meanwhile shares one transaction.
+                while len(batch) < _GROUP_COMMIT_MAX:
+                    try:
+                        batch.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                jobs = [item for item in batch if item is not None]
+                if jobs:
+                    self._run_batch(db, jobs)
+                if len(jobs) < len(batch):
                     break
-                job, future = item
-                if not future.set_running_or_notify_cancel():
-                    continue
-                try:
-                    result = self._run_job(db, job)
-                except BaseException as exc:
-                    future.set_exception(_translate(exc, self.path, self.busy_timeout_s))
-                else:
-                    future.set_result(result)
         finally:
             with contextlib.suppress(sqlite3.Error):
                 db.close()
+            closed = StoreError(f"store {self.path} is closed")
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None and item[1].set_running_or_notify_cancel():
+                    item[1].set_exception(closed)
 
     def _open_writer(self) -> Database:
         conn = sqlite3.connect(str(self.path), check_same_thread=False)
@@ -788,22 +796,61 @@ class Store:
             return
         self._recovered_to = target
 
-    def _run_job(self, db: Database, job: Callable[[Database], _T]) -> _T:
-        try:
-            self._check_file()
-        except StoreError:
-            self._recover(db)
-            self._check_file()  # raises again, now naming the recovery file
+    def _run_batch(
+        self, db: Database, jobs: list[tuple[Callable[[Database], Any], Future]]
+    ) -> None:
+        """Run jobs in one transaction, each in its own savepoint; resolve them after COMMIT.
+
+        A job that raises is rolled back alone; the others still commit. No
+        caller hears "done" before its rows are committed.
+        """
+        live = [(job, future) for job, future in jobs if future.set_running_or_notify_cancel()]
+        if not live:
+            return
+
+        def fail_all(exc: BaseException) -> None:
+            error = _translate(exc, self.path, self.busy_timeout_s)
+            for _job, future in live:
+                future.set_exception(error)
+
         conn = db.conn
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            result = job(db)
-        except BaseException:
+            try:
+                self._check_file()
+            except StoreError:
+                self._recover(db)
+                self._check_file()  # raises again, now naming the recovery file
+            conn.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            fail_all(exc)
+            return
+        outcomes: list[tuple[Future, Any, BaseException | None]] = []
+        try:
+            for job, future in live:
+                conn.execute("SAVEPOINT store_job")
+                try:
+                    result = job(db)
+                except BaseException as exc:
+                    if not conn.in_transaction:
+                        raise  # the error ended the whole transaction: nothing committed
+                    conn.execute("ROLLBACK TO store_job")
+                    conn.execute("RELEASE store_job")
+                    outcomes.append((future, None, exc))
+                else:
+                    conn.execute("RELEASE store_job")
+                    outcomes.append((future, result, None))
+            conn.execute("COMMIT")
+        except BaseException as exc:
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        return result
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            fail_all(exc)
+            return
+        for future, result, error in outcomes:
+            if error is None:
+                future.set_result(result)
+            else:
+                future.set_exception(_translate(error, self.path, self.busy_timeout_s))
 
     def _write(self, job: Callable[[Database], _T]) -> _T:
         if self._closed:
