@@ -7,7 +7,7 @@ import datetime as dt
 import io
 import json
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -53,6 +53,7 @@ FILTER_NAMES: tuple[str, ...] = (
 
 _FETCH_ROWS = 1_000
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_CHARS = frozenset(_FORMULA_PREFIXES)
 
 _CRITERIA_SELECT = """
     SELECT r.id AS run_id, rb.name AS rubric, rv.version AS rubric_version, r.input,
@@ -182,15 +183,30 @@ def _iso(value: float | None) -> str | None:
     return dt.datetime.fromtimestamp(value, dt.UTC).isoformat(timespec="microseconds")
 
 
-def _criteria_row(row: dict[str, Any]) -> dict[str, Any]:
-    row["passed"] = bool(row["passed"])
-    row["started_at"] = _iso(row["started_at"])
-    return row
+_PASSED = EXPORT_COLUMNS["criteria"].index("passed")
+_PASS_STARTED = EXPORT_COLUMNS["criteria"].index("started_at")
+_TOOLS = EXPORT_COLUMNS["runs"].index("grader_tools")
 
 
-def _runs_row(row: dict[str, Any]) -> dict[str, Any]:
-    row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
-    return row
+def _raw_batches(
+    store: Store, dataset: str, filters: dict[str, Any], size: int = _FETCH_ROWS
+) -> Iterator[list[tuple]]:
+    """Validate, then stream the dataset's rows as tuples, `size` per batch."""
+    _check(dataset, filters)
+    where, params = store.run_filter_sql(**filters)
+    sql = (_CRITERIA_SELECT if dataset == "criteria" else _RUNS_SELECT).format(where=where)
+    return _fetch(store, sql, params, max(1, size))
+
+
+def _fetch(store: Store, sql: str, params: list[Any], size: int) -> Iterator[list[tuple]]:
+    conn = store.connect_readonly()
+    conn.row_factory = None
+    try:
+        cursor = conn.execute(sql, params)
+        while batch := cursor.fetchmany(size):
+            yield batch
+    finally:
+        conn.close()
 
 
 def iter_rows(
@@ -199,7 +215,8 @@ def iter_rows(
     """Stream the rows of a dataset, oldest run first, from one server-side cursor.
 
     Rows are fetched a thousand at a time on a dedicated read-only connection,
-    so memory stays flat however many rows match.
+    so memory stays flat however many rows match. Values are Python values:
+    `passed` a bool, `grader_tools` a list, timestamps ISO-8601 UTC strings.
 
     Args:
         store: The store to read.
@@ -214,49 +231,41 @@ def iter_rows(
     Examples:
         >>> rows = iter_rows(store, "criteria", rubric="haiku")  # doctest: +SKIP
     """
-    _check(dataset, filters)
-    where, params = store.run_filter_sql(**filters)
-    sql = (_CRITERIA_SELECT if dataset == "criteria" else _RUNS_SELECT).format(where=where)
-    convert: Callable[[dict[str, Any]], dict[str, Any]] = (
-        _criteria_row if dataset == "criteria" else _runs_row
-    )
+    batches = _raw_batches(store, dataset, filters)
+    return _dicts(batches, dataset)
+
+
+def _dicts(batches: Iterator[list[tuple]], dataset: str) -> Iterator[dict[str, Any]]:
     columns = EXPORT_COLUMNS[dataset]
-    return _stream(store, sql, params, columns, convert)
+    criteria = dataset == "criteria"
+    for batch in batches:
+        for values in batch:
+            row = dict(zip(columns, values, strict=True))
+            if criteria:
+                row["passed"] = bool(row["passed"])
+                row["started_at"] = _iso(row["started_at"])
+            else:
+                row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
+            yield row
 
 
-def _stream(
-    store: Store,
-    sql: str,
-    params: list[Any],
-    columns: tuple[str, ...],
-    convert: Callable[[dict[str, Any]], dict[str, Any]],
-) -> Iterator[dict[str, Any]]:
-    conn = store.connect_readonly()
-    conn.row_factory = None
-    try:
-        cursor = conn.execute(sql, params)
-        while batch := cursor.fetchmany(_FETCH_ROWS):
-            for values in batch:
-                yield convert(dict(zip(columns, values, strict=True)))
-    finally:
-        conn.close()
-
-
-def _csv_cell(value: object) -> object:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | dict):
-        value = json.dumps(value, ensure_ascii=False)
-    if isinstance(value, str):
-        return neutralise_cell(value)
-    return value
+def _csv_cells(batch: list[tuple], criteria: bool) -> Iterator[list[Any]]:
+    formula = _FORMULA_CHARS
+    for values in batch:
+        # None is written as an empty cell by the csv module itself.
+        cells = [
+            "'" + value if value.__class__ is str and value[:1] in formula else value
+            for value in values
+        ]
+        if criteria:
+            cells[_PASSED] = "true" if cells[_PASSED] else "false"
+            cells[_PASS_STARTED] = _iso(cells[_PASS_STARTED])
+        yield cells
 
 
 def _csv_text(
-    rows: Iterator[dict[str, Any]],
-    columns: tuple[str, ...],
+    batches: Iterator[list[tuple]],
+    dataset: str,
     *,
     bom: bool,
     rows_per_chunk: int,
@@ -266,12 +275,13 @@ def _csv_text(
     writer = csv.writer(buffer, lineterminator="\r\n")
     if bom:
         buffer.write("\ufeff")
-    writer.writerow(columns)
+    writer.writerow(EXPORT_COLUMNS[dataset])
+    criteria = dataset == "criteria"
     pending = 0
-    for row in rows:
-        writer.writerow([_csv_cell(row[c]) for c in columns])
-        counter[0] += 1
-        pending += 1
+    for batch in batches:
+        writer.writerows(_csv_cells(batch, criteria))
+        counter[0] += len(batch)
+        pending += len(batch)
         if pending >= rows_per_chunk:
             yield buffer.getvalue()
             buffer.seek(0)
@@ -308,11 +318,8 @@ def csv_chunks(
         bom: Start with a UTF-8 byte order mark so Excel reads the encoding right.
         rows_per_chunk: Rows per yielded chunk.
     """
-    _check(dataset, filters)
-    rows = iter_rows(store, dataset, **filters)
-    for text in _csv_text(
-        rows, EXPORT_COLUMNS[dataset], bom=bom, rows_per_chunk=rows_per_chunk, counter=[0]
-    ):
+    batches = _raw_batches(store, dataset, filters, min(_FETCH_ROWS, rows_per_chunk))
+    for text in _csv_text(batches, dataset, bom=bom, rows_per_chunk=rows_per_chunk, counter=[0]):
         yield text.encode("utf-8")
 
 
@@ -344,11 +351,9 @@ def write_csv(
     Returns:
         The number of data rows written (the header not counted).
     """
-    rows = iter_rows(store, dataset, **filters)
+    batches = _raw_batches(store, dataset, filters)
     counter = [0]
-    _write(
-        fp, _csv_text(rows, EXPORT_COLUMNS[dataset], bom=bom, rows_per_chunk=500, counter=counter)
-    )
+    _write(fp, _csv_text(batches, dataset, bom=bom, rows_per_chunk=_FETCH_ROWS, counter=counter))
     return counter[0]
 
 
