@@ -19,13 +19,16 @@ try:
 except Exception as exc:  # a malformed secrets.toml must not take the whole app down
     st.sidebar.warning(f"Could not read .streamlit/secrets.toml: {exc}")
 
+# The pages live in app_pages/, not pages/: Streamlit treats a folder named pages/ as a
+# legacy multipage app until st.navigation has run once, and would then run a page
+# deep-linked on the first request (or in AppTest) without this frame around it.
 PAGES = [
-    st.Page("pages/rubrics.py", title="Rubrics", icon="📝", default=True),
-    st.Page("pages/run.py", title="Run", icon="▶️"),
-    st.Page("pages/batch.py", title="Batch", icon="🗂️"),
-    st.Page("pages/runs.py", title="Runs", icon="📚"),
-    st.Page("pages/compare.py", title="Compare", icon="🔀"),
-    st.Page("pages/export.py", title="Export", icon="📤"),
+    st.Page("app_pages/rubrics.py", title="Rubrics", icon="📝", default=True),
+    st.Page("app_pages/run.py", title="Run", icon="▶️"),
+    st.Page("app_pages/batch.py", title="Batch", icon="🗂️"),
+    st.Page("app_pages/runs.py", title="Runs", icon="📚"),
+    st.Page("app_pages/compare.py", title="Compare", icon="🔀"),
+    st.Page("app_pages/export.py", title="Export", icon="📤"),
 ]
 page = st.navigation(PAGES)
 

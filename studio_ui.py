@@ -21,6 +21,7 @@ from rubric_core.dashboard import (
     RunFilters,
     RunRegistry,
     known_models,
+    md_escape,
     model_choice,
     one_line,
     parse_run_filters,
@@ -79,7 +80,7 @@ def show_store_error(exc: BaseException) -> None:
     st.error(store_error_message(exc, db_path()), icon="🗄️")
     if st.button(
         "Reopen the database",
-        key=f"reopen-{id(exc)}",
+        key="reopen_store",
         help="Opens the file anew (a new empty database if it is gone).",
     ):
         reopen_store()
@@ -245,7 +246,7 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
     for name, from_pass, to_pass in regressions:
         st.warning(
             f"Regression: passed in Pass {from_pass + 1}, failed in Pass {to_pass + 1}: "
-            f"{one_line(name, 120)}",
+            f"{md_escape(one_line(name, 120))}",
             icon="↩️",
         )
 

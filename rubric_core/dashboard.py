@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import math
+import re
 import os
 import tempfile
 import threading
@@ -506,6 +507,19 @@ def _round(value: Any, digits: int = 2) -> float | None:
         return round(float(value), digits)
     except (TypeError, ValueError):
         return None
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
+
+
+def md_escape(text: Any) -> str:
+    """Backslash-escape Markdown so model or user text shows literally inside an alert or caption.
+
+    Examples:
+        >>> print(md_escape("**bold** [x](javascript:y)"))
+        \\*\\*bold\\*\\* \\[x\\]\\(javascript\\:y\\)
+    """
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text or "").split()))
 
 
 def one_line(text: Any, limit: int = 80) -> str:

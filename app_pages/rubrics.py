@@ -148,10 +148,18 @@ labels = {v["id"]: version_label(v) for v in versions}
 ids = list(labels)
 left, right = st.columns(2)
 old_id = left.selectbox(
-    "From", ids, index=max(0, len(ids) - 2), format_func=labels.get, key="rubrics_diff_a"
+    "From",
+    ids,
+    index=max(0, len(ids) - 2),
+    format_func=labels.get,
+    key=f"rubrics_diff_a_{browse}_{len(ids)}",
 )
 new_id = right.selectbox(
-    "To", ids, index=len(ids) - 1, format_func=labels.get, key="rubrics_diff_b"
+    "To",
+    ids,
+    index=len(ids) - 1,
+    format_func=labels.get,
+    key=f"rubrics_diff_b_{browse}_{len(ids)}",
 )
 old = next(v for v in versions if v["id"] == old_id)
 new = next(v for v in versions if v["id"] == new_id)

@@ -1,0 +1,398 @@
+"""Every dashboard page through streamlit.testing.v1.AppTest, against a store in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_evaluation
+from streamlit.testing.v1 import AppTest
+
+from rubric_core.store import Store
+
+APP = Path(__file__).resolve().parent.parent / "app.py"
+SCENARIO = "needs_revision_then_satisfied"
+RUN_TIMEOUT_S = 60
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh database path for the app (RUBRIC_STUDIO_DB), no API keys, no base URL."""
+    path = tmp_path / "studio.db"
+    monkeypatch.setenv("RUBRIC_STUDIO_DB", str(path))
+    monkeypatch.delenv("RUBRIC_STUDIO_LLM_BASE_URL", raising=False)
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return path
+
+
+@pytest.fixture
+def app(db_path: Path) -> AppTest:
+    """The whole app (frame + Rubrics page), run once."""
+    at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S)
+    return at.run()
+
+
+def _page(at: AppTest, page: str) -> AppTest:
+    return at.switch_page(f"app_pages/{page}.py").run()
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def _charts(at: AppTest) -> list[dict[str, Any]]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def _launch_replay_run(at: AppTest, scenario: str = SCENARIO) -> int:
+    """Load a replay scenario on the Run page, launch it, wait for it, redraw; returns its id."""
+    from studio_ui import run_registry
+
+    _page(at, "run")
+    at.selectbox(key="run_scenario_helper").set_value(scenario)
+    at.button(key="run_use_scenario").click().run()
+    at.button(key="run_launch").click().run()
+    _no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    run_id = at.session_state["run_watch"]
+    handle = run_registry().run(run_id)
+    assert handle is not None
+    assert handle.wait(RUN_TIMEOUT_S), "the replay run did not finish"
+    at.run()
+    return run_id
+
+
+# ---------------------------------------------------------------- frame
+
+
+def test_sidebar_names_the_database_and_says_models_replay(app: AppTest, db_path: Path) -> None:
+    _no_exception(app)
+    assert str(db_path) in [c.value for c in app.sidebar.code]
+    sidebar_info = " ".join(i.value for i in app.sidebar.info)
+    assert "replay scripted responses" in sidebar_info
+
+
+def test_sidebar_says_real_models_when_a_key_is_set(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S).run()
+    assert "Real models" in " ".join(s.value for s in at.sidebar.success)
+
+
+# ---------------------------------------------------------------- Rubrics
+
+
+def test_rubrics_parses_as_you_type_warns_about_tools_and_saves_versions(app: AppTest) -> None:
+    app.text_input(key="rubric_name").input("haiku")
+    app.text_area(key="rubric_text").input("- three lines\n- 5/7/5 syllables\n\n# notes\n")
+    app.run()
+    assert "1. three lines" in _texts(app)
+    assert "2. 5/7/5 syllables" in _texts(app)
+    assert any("count_syllables" in w.value for w in app.warning)
+
+    app.text_input(key="rubric_tags").input("Poetry, demo")
+    app.button(key="rubric_save").click().run()
+    _no_exception(app)
+    assert any("Saved haiku v1" in s.value for s in app.success)
+
+    app.text_area(key="rubric_text").input("- three lines\n- 5/7/5 syllables\n- about rain")
+    app.button(key="rubric_save").click().run()
+    assert any("Saved haiku v2" in s.value for s in app.success)
+    diff = next(c.value for c in app.code if c.language == "diff")
+    assert "+- about rain" in diff
+    assert "+ added: about rain" in _texts(app)
+    table = app.dataframe[0].value
+    assert list(table["rubric"]) == ["haiku"]
+    assert set(table["tags"].iloc[0].split(", ")) == {"poetry", "demo"}
+    assert list(table["latest"]) == ["v2"]
+
+
+def test_rubrics_template_fills_the_editor(app: AppTest) -> None:
+    app.selectbox(key="rubric_template").set_value("Haiku")
+    app.button[0].click()  # "Use template"
+    app.run()
+    assert "syllables" in app.text_area(key="rubric_text").value
+    assert any(text.startswith("1. ") for text in _texts(app))
+
+
+def test_rubrics_empty_rubric_is_refused_in_place(app: AppTest) -> None:
+    app.text_input(key="rubric_name").input("empty")
+    app.text_area(key="rubric_text").input("\n# just a heading\n")
+    app.button(key="rubric_save").click().run()
+    _no_exception(app)
+    assert any("rubric is empty" in e.value for e in app.error)
+
+
+# ---------------------------------------------------------------- Run
+
+
+def test_run_page_launches_a_replay_run_and_shows_its_passes(app: AppTest) -> None:
+    run_id = _launch_replay_run(app)
+    _no_exception(app)
+    assert any("satisfied" in s.value for s in app.success)
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Grading passes"] == "2 / 3"
+    timeline, heatmap = _charts(app)[:2]
+    assert [bar["name"] for bar in timeline["data"]] == ["needs_revision", "satisfied"]
+    assert heatmap["data"][0]["x"] == ["Pass 1", "Pass 2"]
+    assert any(f"Run #{run_id}" in h.value for h in app.subheader)
+    # The final output is shown as a code block (text), never as Markdown or HTML.
+    assert any("Widget 2.0" in c.value for c in app.code)
+
+
+def test_run_page_missing_api_key_is_explained_in_place(app: AppTest) -> None:
+    _page(app, "run")
+    app.selectbox(key="run_scenario_helper").set_value(SCENARIO)
+    app.button(key="run_use_scenario").click().run()
+    app.radio(key="run_agent_source").set_value("provider").run()
+    app.text_input(key="run_agent_provider").input("openai:gpt-4.1-mini")
+    app.radio(key="run_grader_source").set_value("provider").run()
+    app.text_input(key="run_grader_provider").input("openai:gpt-4.1-mini")
+    app.button(key="run_launch").click().run()
+    _no_exception(app)
+    message = " ".join(e.value for e in app.error)
+    assert "OPENAI_API_KEY" in message
+    assert ".streamlit/secrets.toml" in message
+
+
+def test_run_page_empty_input_is_refused_in_place(app: AppTest) -> None:
+    _page(app, "run")
+    app.selectbox(key="run_scenario_helper").set_value(SCENARIO)
+    app.button(key="run_use_scenario").click().run()
+    app.text_area(key="run_input").input("   ")
+    app.button(key="run_launch").click().run()
+    _no_exception(app)
+    assert any("input: is empty" in e.value for e in app.error)
+
+
+def test_run_page_without_rubrics_points_to_the_rubrics_page(app: AppTest) -> None:
+    _page(app, "run")
+    _no_exception(app)
+    assert any("Rubrics page" in i.value for i in app.info)
+
+
+# ---------------------------------------------------------------- Runs
+
+
+def test_runs_page_lists_the_run_and_shows_its_detail(app: AppTest) -> None:
+    run_id = _launch_replay_run(app)
+    _page(app, "runs")
+    _no_exception(app)
+    table = app.dataframe[0].value
+    assert list(table["run"]) == [run_id]
+    assert "satisfied" in table["status"].iloc[0]
+    assert any(f"Run #{run_id}" in h.value for h in app.subheader)
+    # Transcript: the grader's injected feedback is labelled as the grader's.
+    grader_turns = [m for m in app.chat_message if m.name == "grader"]
+    assert grader_turns
+    assert any("Grader feedback" in c.value for c in grader_turns[0].caption)
+    # Each pass's explanation and gaps.
+    assert any("Pass 1" in e.label and "needs revision" in e.label for e in app.expander)
+    assert any(t.startswith("✗ ") and "→" in t for t in _texts(app))
+
+
+def test_runs_page_filters_and_says_when_nothing_matches(app: AppTest) -> None:
+    _launch_replay_run(app)
+    _page(app, "runs")
+    app.selectbox(key="runs_status").set_value("failed").run()
+    _no_exception(app)
+    assert any("No stored run matches" in i.value for i in app.info)
+    app.selectbox(key="runs_status").set_value("satisfied").run()
+    assert len(app.dataframe[0].value) == 1
+
+
+def test_runs_page_shows_model_text_as_text_never_markdown(app: AppTest, db_path: Path) -> None:
+    hostile = "<img src=x onerror=alert(1)> **bold** [click](javascript:alert(1))"
+    store = Store(db_path)
+    try:
+        version = store.save_rubric_version("hostile", "- is safe\n- is short")
+        run_id = store.create_run(
+            rubric_version_id=version["id"], input=hostile, agent_model="replay:x",
+            grader_model="replay:x", grader_tools=[], max_iterations=3, agent_kind="basic",
+        )  # fmt: skip
+        store.record_evaluation(
+            run_id,
+            make_evaluation(
+                iteration=0,
+                verdicts=[("is safe", True), ("is short", False, hostile)],
+                explanation=hostile,
+                draft=hostile,
+            ),
+        )
+        store.record_evaluation(
+            run_id,
+            make_evaluation(
+                iteration=1, verdicts=[("is safe", False, hostile), ("is short", True)],
+                explanation=hostile, draft=hostile,
+            ),
+        )  # fmt: skip
+        store.finish_run(run_id, status="max_iterations_reached", final_output=hostile)
+    finally:
+        store.close()
+    app.run()
+    _page(app, "runs")
+    _no_exception(app)
+    assert any(hostile in c.value for c in app.code)  # final output, as code
+    assert any(hostile in t for t in _texts(app))  # explanation and gaps, as text
+    rendered = [m.value for m in app.markdown] + [c.value for c in app.caption]
+    rendered += [
+        a.value for kind in ("error", "warning", "info", "success") for a in getattr(app, kind)
+    ]
+    assert not any("<img" in value or "](javascript" in value for value in rendered)
+
+
+# ---------------------------------------------------------------- Compare
+
+
+def test_compare_page_diffs_two_passes_and_lists_flipped_criteria(app: AppTest) -> None:
+    run_id = _launch_replay_run(app)
+    _page(app, "compare")
+    _no_exception(app)
+    assert app.selectbox(key="compare_run").value == run_id
+    diff = next(c.value for c in app.code if c.language == "diff")
+    assert diff.startswith("--- Pass 1\n+++ Pass 2")
+    assert any(t.startswith("✅ fixed: ") for t in _texts(app))
+    assert any(t.strip().startswith("→ ") for t in _texts(app))
+
+
+def test_compare_page_puts_two_runs_side_by_side(app: AppTest) -> None:
+    first = _launch_replay_run(app)
+    second = _launch_replay_run(app, "satisfied_first_try")
+    _page(app, "compare")
+    _no_exception(app)
+    rows = app.dataframe[0].value
+    assert {app.selectbox(key="compare_run_a").value, app.selectbox(key="compare_run_b").value} == {
+        first,
+        second,
+    }
+    differing = set(rows.loc[rows["differs"] == "≠", "field"])
+    assert {"agent model", "input"} <= differing
+
+
+def test_compare_page_without_runs_says_what_to_do(app: AppTest) -> None:
+    _page(app, "compare")
+    assert any("Run page" in i.value for i in app.info)
+
+
+# ---------------------------------------------------------------- Export
+
+
+def test_export_page_previews_rows_and_offers_downloads(app: AppTest) -> None:
+    run_id = _launch_replay_run(app)
+    _page(app, "export")
+    _no_exception(app)
+    preview = app.dataframe[0].value
+    assert set(preview["run_id"]) == {run_id}
+    assert {"criterion", "passed", "gap"} <= set(preview.columns)
+    labels = [b.label for b in app.get("download_button")]
+    assert labels == ["Download CSV", "Download JSONL"]
+    app.radio(key="export_dataset").set_value("runs").run()
+    preview = app.dataframe[0].value
+    assert list(preview["status"]) == ["satisfied"]
+    app.selectbox(key="export_status").set_value("failed").run()
+    assert any("Nothing to export" in i.value for i in app.info)
+
+
+# ---------------------------------------------------------------- Batch
+
+
+def test_batch_page_runs_a_dataset_and_summarises_it(app: AppTest) -> None:
+    from rubric_core.models import load_scenario
+    from studio_ui import run_registry
+
+    scenario = load_scenario("satisfied_first_try")
+    _page(app, "run")  # load the scenario's rubric through the Run page's helper
+    app.selectbox(key="run_scenario_helper").set_value("satisfied_first_try")
+    app.button(key="run_use_scenario").click().run()
+    _page(app, "batch")
+    csv_text = "input\n" + "\n".join(f'"{scenario["input"]}"' for _ in range(3)) + "\n"
+    app.file_uploader(key="batch_upload").upload("inputs.csv", csv_text.encode(), "text/csv")
+    app.run()
+    _no_exception(app)
+    assert any("3 input(s) read from inputs.csv" in s.value for s in app.success)
+    app.selectbox(key="batch_rubric").set_value("satisfied_first_try").run()
+    app.radio(key="batch_agent_source").set_value("replay").run()
+    app.selectbox(key="batch_agent_scenario").set_value("satisfied_first_try")
+    app.selectbox(key="batch_grader_scenario").set_value("satisfied_first_try")
+    app.multiselect(key="batch_tools").set_value(list(scenario["grader_tools"]))
+    app.button(key="batch_launch").click().run()
+    _no_exception(app)
+    assert not app.error, [e.value for e in app.error]
+    job = run_registry().batch(app.session_state["batch_watch"])
+    job.thread.join(RUN_TIMEOUT_S)
+    assert job.done()
+    app.run()
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Runs"] == "3"
+    assert metrics["Satisfied"] == "100.0%"
+    assert metrics["Grader errors"] == "0"
+    assert len(_charts(app)) == 2  # iterations-to-satisfied and per-criterion pass rates
+
+
+def test_batch_page_bad_dataset_is_explained_in_place(app: AppTest) -> None:
+    _page(app, "batch")
+    app.file_uploader(key="batch_upload").upload("inputs.csv", b"prompt,notes\nx,y\n", "text/csv")
+    app.run()
+    _no_exception(app)
+    message = " ".join(e.value for e in app.error)
+    assert "inputs.csv" in message and "'input' column" in message
+
+
+# ---------------------------------------------------------------- store faults
+
+
+def test_read_only_database_is_explained_not_a_traceback(db_path: Path) -> None:
+    Store(db_path).close()
+    db_path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    try:
+        at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S).run()
+        _no_exception(at)
+        message = " ".join(e.value for e in at.error)
+        assert "read-only" in message and str(db_path) in message
+        assert "writable" in message
+    finally:
+        db_path.chmod(stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_deleted_database_is_explained_and_can_be_reopened(app: AppTest, db_path: Path) -> None:
+    app.text_input(key="rubric_name").input("kept")
+    app.text_area(key="rubric_text").input("- one")
+    app.button(key="rubric_save").click().run()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    app.run()
+    _no_exception(app)
+    message = " ".join(e.value for e in app.error)
+    assert "deleted" in message
+    reopen = next(b for b in app.button if b.label == "Reopen the database")
+    reopen.click().run()
+    _no_exception(app)
+    assert not app.error
+    assert app.title[0].value == "Rubrics"
+
+
+def test_locked_database_is_explained_when_saving(app: AppTest, db_path: Path) -> None:
+    blocker = sqlite3.connect(db_path, timeout=0)
+    blocker.execute("BEGIN IMMEDIATE")  # holds the write lock, as another writer would
+    try:
+        app.text_input(key="rubric_name").input("blocked")
+        app.text_area(key="rubric_text").input("- one")
+        app.button(key="rubric_save").click().run()
+        _no_exception(app)
+        message = " ".join(e.value for e in app.error)
+        assert "locked" in message
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert os.path.exists(db_path)
