@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import math
-import re
 import os
+import re
 import tempfile
 import threading
 import uuid
