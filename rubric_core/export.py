@@ -7,7 +7,7 @@ import datetime as dt
 import io
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -190,7 +190,7 @@ _TOOLS = EXPORT_COLUMNS["runs"].index("grader_tools")
 
 def _raw_batches(
     store: Store, dataset: str, filters: dict[str, Any], size: int = _FETCH_ROWS
-) -> Iterator[list[tuple]]:
+) -> Generator[list[tuple], None, None]:
     """Validate, then stream the dataset's rows as tuples, `size` per batch."""
     _check(dataset, filters)
     where, params = store.run_filter_sql(**filters)
@@ -198,7 +198,9 @@ def _raw_batches(
     return _fetch(store, sql, params, max(1, size))
 
 
-def _fetch(store: Store, sql: str, params: list[Any], size: int) -> Iterator[list[tuple]]:
+def _fetch(
+    store: Store, sql: str, params: list[Any], size: int
+) -> Generator[list[tuple], None, None]:
     conn = store.connect_readonly()
     conn.row_factory = None
     try:
@@ -235,18 +237,21 @@ def iter_rows(
     return _dicts(batches, dataset)
 
 
-def _dicts(batches: Iterator[list[tuple]], dataset: str) -> Iterator[dict[str, Any]]:
+def _dicts(batches: Generator[list[tuple], None, None], dataset: str) -> Iterator[dict[str, Any]]:
     columns = EXPORT_COLUMNS[dataset]
     criteria = dataset == "criteria"
-    for batch in batches:
-        for values in batch:
-            row = dict(zip(columns, values, strict=True))
-            if criteria:
-                row["passed"] = bool(row["passed"])
-                row["started_at"] = _iso(row["started_at"])
-            else:
-                row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
-            yield row
+    try:
+        for batch in batches:
+            for values in batch:
+                row = dict(zip(columns, values, strict=True))
+                if criteria:
+                    row["passed"] = bool(row["passed"])
+                    row["started_at"] = _iso(row["started_at"])
+                else:
+                    row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
+                yield row
+    finally:
+        batches.close()  # closes the read connection at once
 
 
 def _csv_cells(batch: list[tuple], criteria: bool) -> Iterator[list[Any]]:
@@ -264,7 +269,7 @@ def _csv_cells(batch: list[tuple], criteria: bool) -> Iterator[list[Any]]:
 
 
 def _csv_text(
-    batches: Iterator[list[tuple]],
+    batches: Generator[list[tuple], None, None],
     dataset: str,
     *,
     bom: bool,
@@ -278,15 +283,18 @@ def _csv_text(
     writer.writerow(EXPORT_COLUMNS[dataset])
     criteria = dataset == "criteria"
     pending = 0
-    for batch in batches:
-        writer.writerows(_csv_cells(batch, criteria))
-        counter[0] += len(batch)
-        pending += len(batch)
-        if pending >= rows_per_chunk:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-            pending = 0
+    try:
+        for batch in batches:
+            writer.writerows(_csv_cells(batch, criteria))
+            counter[0] += len(batch)
+            pending += len(batch)
+            if pending >= rows_per_chunk:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+                pending = 0
+    finally:
+        batches.close()  # closes the read connection at once
     yield buffer.getvalue()
 
 
