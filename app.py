@@ -23,12 +23,12 @@ except Exception as exc:  # a malformed secrets.toml must not take the whole app
 # legacy multipage app until st.navigation has run once, and would then run a page
 # deep-linked on the first request (or in AppTest) without this frame around it.
 PAGES = [
-    st.Page("app_pages/rubrics.py", title="Rubrics", icon="📝", default=True),
-    st.Page("app_pages/run.py", title="Run", icon="▶️"),
-    st.Page("app_pages/batch.py", title="Batch", icon="🗂️"),
-    st.Page("app_pages/runs.py", title="Runs", icon="📚"),
-    st.Page("app_pages/compare.py", title="Compare", icon="🔀"),
-    st.Page("app_pages/export.py", title="Export", icon="📤"),
+    st.Page("app_pages/rubrics.py", title="Rubrics", icon=":material/checklist:", default=True),
+    st.Page("app_pages/run.py", title="Run", icon=":material/play_arrow:"),
+    st.Page("app_pages/batch.py", title="Batch", icon=":material/dataset:"),
+    st.Page("app_pages/runs.py", title="Runs", icon=":material/history:"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("app_pages/export.py", title="Export", icon=":material/download:"),
 ]
 page = st.navigation(PAGES)
 
@@ -38,9 +38,9 @@ with st.sidebar:
     mode = models_mode(api_key_status(), os.environ.get(BASE_URL_ENV))
     st.caption("Models")
     if mode.real:
-        st.success(mode.summary, icon="🔑")
+        st.success(mode.summary, icon=":material/key:")
     else:
-        st.info(mode.summary, icon="🔁")
+        st.info(mode.summary, icon=":material/replay:")
     active = run_registry().active_runs()
     if active:
         st.caption(f"Running now: {', '.join(f'#{run_id}' for run_id in active)}")

@@ -26,6 +26,7 @@ from rubric_core.dashboard import (
     one_line,
     parse_run_filters,
     pass_details,
+    run_seconds,
     run_spec_rows,
     status_badge,
     status_level,
@@ -77,7 +78,7 @@ def reopen_store() -> None:
 
 def show_store_error(exc: BaseException) -> None:
     """Show a store fault in place, with what to do, and a button that reopens the database."""
-    st.error(store_error_message(exc, db_path()), icon="🗄️")
+    st.error(store_error_message(exc, db_path()), icon=":material/database:")
     if st.button(
         "Reopen the database",
         key="reopen_store",
@@ -233,7 +234,7 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
     show_status(run["status"], error=run.get("error"))
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Grading passes", f"{len(evaluations)} / {run.get('max_iterations', '?')}")
-    m2.metric("Seconds", f"{float(run.get('duration_s') or 0):.1f}")
+    m2.metric("Seconds", f"{run_seconds(run):.1f}")
     m3.metric(
         "Grader tokens",
         f"{int(run.get('grader_input_tokens') or 0):,} in / {int(run.get('grader_output_tokens') or 0):,} out",
@@ -256,12 +257,13 @@ def render_passes(evaluations: list[dict]) -> None:
     if not evaluations:
         st.caption("No grading pass stored yet.")
         return
-    for detail in reversed(pass_details(evaluations)):
+    details = pass_details(evaluations)
+    for index, detail in reversed(list(enumerate(details))):
         title = (
             f"{detail['label']} · {status_badge(detail['result'])} · "
             f"{detail['passed']}/{detail['total']} criteria · {detail['duration_s']} s"
         )
-        with st.expander(title, expanded=detail is pass_details(evaluations)[-1]):
+        with st.expander(title, expanded=index == len(details) - 1):
             st.caption("Grader's explanation")
             st.text(detail["explanation"] or "(none)")
             if detail["gaps"]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.dashboard import export_file_name, preview_rows
-from rubric_core.export import DATASETS, EXPORT_COLUMNS, open_export
+from rubric_core.dashboard import export_bytes, export_file_name, preview_rows
+from rubric_core.export import DATASETS, EXPORT_COLUMNS
 from studio_ui import get_store, run_filter_widgets
 
 PREVIEW_ROWS = 20
@@ -33,10 +33,9 @@ st.caption(
 )
 
 csv_col, jsonl_col = st.columns(2)
-kwargs = filters.as_kwargs()
 csv_col.download_button(
     "Download CSV",
-    data=lambda: open_export(store, "csv", dataset, bom=False, **kwargs),
+    data=lambda: export_bytes(store, "csv", dataset, filters),
     file_name=export_file_name(dataset, "csv", filters),
     mime="text/csv",
     on_click="ignore",
@@ -46,7 +45,7 @@ csv_col.download_button(
 )
 jsonl_col.download_button(
     "Download JSONL",
-    data=lambda: open_export(store, "jsonl", dataset, **kwargs),
+    data=lambda: export_bytes(store, "jsonl", dataset, filters),
     file_name=export_file_name(dataset, "jsonl", filters),
     mime="application/jsonl",
     on_click="ignore",

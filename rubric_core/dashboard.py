@@ -631,6 +631,29 @@ def _content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def run_seconds(run: Mapping[str, Any], now: dt.datetime | None = None) -> float:
+    """A run's duration: stored once it ended, else the time since it started.
+
+    Examples:
+        >>> run_seconds({"status": "satisfied", "duration_s": 2.5})
+        2.5
+        >>> start = "2025-01-01T00:00:00+00:00"
+        >>> run_seconds({"status": "running", "started_at": start},
+        ...             now=dt.datetime(2025, 1, 1, 0, 0, 3, tzinfo=dt.UTC))
+        3.0
+    """
+    if run.get("status") != "running" and run.get("duration_s") is not None:
+        return float(run["duration_s"])
+    try:
+        started = dt.datetime.fromisoformat(str(run.get("started_at")))
+    except ValueError:
+        return float(run.get("duration_s") or 0.0)
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=dt.UTC)
+    now = now or dt.datetime.now(dt.UTC)
+    return max(0.0, (now - started).total_seconds())
+
+
 def run_spec_rows(run: Mapping[str, Any]) -> list[dict[str, str]]:
     """The settings a run was started with, as `{setting, value}` rows."""
     rows = [
@@ -969,3 +992,15 @@ def export_file_name(dataset: str, fmt: str, filters: RunFilters) -> str:
             slug = "".join(ch if ch.isalnum() else "-" for ch in str(value).lower()).strip("-")
             parts.append("-".join(p for p in slug.split("-") if p))
     return "-".join(parts) + f".{fmt}"
+
+
+def export_bytes(store: Any, fmt: str, dataset: str, filters: RunFilters) -> bytes:
+    """The whole export as bytes, for `st.download_button(data=lambda: ...)`.
+
+    `export.open_export` spools to a temporary file; Streamlit's deferred download
+    accepts only str, bytes or a plain file object, so the spool is read and closed here.
+    """
+    from rubric_core.export import open_export
+
+    with open_export(store, fmt, dataset, **filters.as_kwargs()) as spool:
+        return spool.read()

@@ -20,6 +20,7 @@ from rubric_core.dashboard import (
     combine_models,
     compare_runs_rows,
     criteria_changes,
+    export_bytes,
     export_file_name,
     final_criteria,
     format_timestamp,
@@ -261,6 +262,17 @@ def test_compare_runs_rows_flags_differences() -> None:
     assert rows["grader tools"]["run A"] == "count_syllables"
 
 
+def test_run_seconds_counts_while_running() -> None:
+    from rubric_core.dashboard import run_seconds
+
+    now = dt.datetime(2025, 1, 1, 0, 1, tzinfo=dt.UTC)
+    assert (
+        run_seconds({"status": "running", "started_at": "2025-01-01T00:00:30+00:00"}, now) == 30.0
+    )
+    assert run_seconds({"status": "satisfied", "duration_s": 4.0, "started_at": "x"}, now) == 4.0
+    assert run_seconds({"status": "running", "started_at": None}, now) == 0.0
+
+
 def test_run_spec_rows_lists_settings() -> None:
     rows = {r["setting"]: r["value"] for r in run_spec_rows(_run_row())}
     assert rows["rubric"] == "haiku v2"
@@ -367,6 +379,18 @@ def test_preview_rows_takes_the_first_rows_with_filters(store: Store, rubric_ver
     assert len(rows) == 4
     assert {"run_id", "criterion", "passed", "gap"} <= set(rows[0])
     assert preview_rows(store, "runs", RunFilters(status="satisfied")) == []
+
+
+def test_export_bytes_gives_the_whole_file(store: Store, rubric_version: dict) -> None:
+    run_id = new_run(store, rubric_version["id"])
+    store.record_evaluation(run_id, make_evaluation())
+    store.finish_run(run_id, status="needs_revision")
+    data = export_bytes(store, "csv", "criteria", RunFilters(rubric="article"))
+    lines = data.decode("utf-8").splitlines()
+    assert lines[0].startswith("run_id,rubric,rubric_version")
+    assert len(lines) == 3  # header + two criteria of one pass
+    jsonl = export_bytes(store, "jsonl", "runs", RunFilters())
+    assert len(jsonl.decode("utf-8").splitlines()) == 1
 
 
 def test_batch_progress_counts_finished_runs(store: Store, rubric_version: dict) -> None:
