@@ -447,6 +447,32 @@ def test_concurrent_runs_write_at_once_and_nothing_is_lost(
     assert total == threads_n * passes_n * 2
 
 
+def test_failing_write_among_concurrent_ones_fails_alone(
+    store, rubric_version, new_run, make_evaluation
+):
+    run_id = new_run(store, rubric_version["id"])
+    outcomes: dict[int, str] = {}
+    barrier = threading.Barrier(12)
+
+    def write(n: int) -> None:
+        barrier.wait()
+        target = run_id if n % 2 == 0 else 10_000 + n  # odd writers name a missing run
+        try:
+            store.record_evaluation(target, make_evaluation(grading_run_id="g", iteration=n))
+            outcomes[n] = "ok"
+        except StoreError as exc:
+            outcomes[n] = str(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(outcomes[n] == "ok" for n in range(0, 12, 2))
+    assert all(outcomes[n] == f"unknown run id {10_000 + n}" for n in range(1, 12, 2))
+    assert sorted(p["iteration"] for p in store.run_evaluations(run_id)) == list(range(0, 12, 2))
+
+
 _KILLED_CHILD = textwrap.dedent(
     """
     import sys, time
