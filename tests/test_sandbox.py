@@ -185,3 +185,19 @@ def test_sandbox_cleans_up_its_directory():
     workdir = Path(result.output.strip())
     assert workdir.name == "work"
     assert not workdir.parent.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hosts drop privileges")
+def test_root_host_never_falls_back_to_running_code_as_root(monkeypatch):
+    from rubric_core.tools.sandbox import _needed_paths, _reveal_plan
+
+    monkeypatch.setenv("RUBRIC_SANDBOX_NO_NAMESPACES", "1")
+    result = run_pytest(
+        "import os\n", "def test_uid():\n    assert os.getuid() != 0\n", limits=LIMITS
+    )
+    reveal, _ = _reveal_plan(_needed_paths())
+    if reveal:  # the interpreter sits under a directory only root can enter
+        assert result.status == "ERROR"
+        assert "refusing to run untrusted code as root" in result.text
+    else:
+        assert result.text == "PASSED: 1 passed"

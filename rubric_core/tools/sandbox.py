@@ -42,6 +42,7 @@ import ctypes, json, os, resource, sys
 cfg = json.loads(sys.argv[1])
 status_fd = cfg["status_fd"]
 notes = []
+no_namespaces = None if cfg["namespaces"] else "disabled"
 def report(extra):
     os.write(status_fd, json.dumps(dict(extra, notes=notes)).encode())
     os.close(status_fd)
@@ -53,7 +54,8 @@ try:
             if libc.mount(src and src.encode(), dst.encode(), fstype and fstype.encode(), flags, data and data.encode()) != 0:
                 raise OSError(ctypes.get_errno(), "mount " + dst + ": " + os.strerror(ctypes.get_errno()))
         if libc.unshare(cfg["clone_flags"]) != 0:
-            notes.append("namespaces unavailable: " + os.strerror(ctypes.get_errno()))
+            no_namespaces = os.strerror(ctypes.get_errno())
+            notes.append("namespaces unavailable: " + no_namespaces)
         else:
             notes.append("network namespace (no interfaces up)")
             mount(None, "/", None, 16384 | 262144, None)  # MS_REC | MS_PRIVATE
@@ -78,6 +80,12 @@ try:
                     mount("/proc/self/fd/%d" % fd, keep, None, 4096 | 16384, None)
                     os.close(fd)
             notes.append("private " + ", ".join(cfg["private_tmp"]))
+    if no_namespaces and cfg["reveal"]:
+        raise PermissionError(
+            "the interpreter lives under " + ", ".join(cfg["reveal"]) + ", which the "
+            "unprivileged sandbox user cannot enter, and mount namespaces are unavailable ("
+            + no_namespaces + "); refusing to run untrusted code as root"
+        )
     for name, value in cfg["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
     if cfg["uid"] is not None:
@@ -91,7 +99,11 @@ try:
 except BaseException as exc:
     report({"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
     os._exit(97)
-os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
+try:
+    os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
+except OSError as exc:
+    os.write(2, ("sandbox: could not start %s: %s\n" % (cfg["argv"][0], exc)).encode())
+    os._exit(97)
 """
 
 # Installed as sitecustomize in the sandbox: a tripwire inside Python itself that
@@ -387,7 +399,12 @@ def run_sandboxed(
     limits, a wall-clock timeout that kills its whole process group, a Python audit hook
     refusing network, outside writes and shell commands, and on root hosts a fresh
     unprivileged uid (root ignores RLIMIT_NPROC) in its own network namespace, so
-    even loopback is unreachable. Everything is deleted afterwards.
+    even loopback is unreachable, with private /tmp, /var/tmp and /dev/shm. If the
+    unprivileged uid cannot reach the interpreter and namespaces are unavailable, the
+    run is refused rather than done as root. Everything is deleted afterwards.
+
+    Environment knobs: `RUBRIC_SANDBOX_UID` fixes the uid (default: a fresh one per
+    run); `RUBRIC_SANDBOX_NO_NAMESPACES=1` skips the namespaces.
 
     Args:
         args: Arguments after the interpreter, e.g. `["-m", "pytest", "-q"]`.
@@ -478,7 +495,7 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
         status_read, status_write = os.pipe()
         config = {
             "status_fd": status_write,
-            "namespaces": is_root,
+            "namespaces": is_root and not os.environ.get("RUBRIC_SANDBOX_NO_NAMESPACES"),
             "clone_flags": _CLONE_NEWNET | _CLONE_NEWNS,
             "reveal": reveal,
             "sandbox_root": str(root.resolve()),
