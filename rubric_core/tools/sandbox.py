@@ -11,6 +11,7 @@ import signal
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -299,8 +300,12 @@ def _reveal_plan(paths: list[str]) -> tuple[dict[str, list[str]], list[str]]:
 
 
 def _needed_paths() -> list[str]:
+    """The interpreter, its standard library and the environment's site-packages."""
     paths = {os.path.realpath(sys.executable), sys.prefix, sys.base_prefix}
-    paths.update(p for p in sys.path if p and os.path.isdir(p))
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path and os.path.isdir(path):
+            paths.add(path)
     return sorted(paths)
 
 
