@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,8 +15,6 @@ import click
 from rubric_core.schema import STATUS_DESCRIPTIONS
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from rubric_core.store import Store
 
 _EXIT_OK = 0
@@ -333,6 +332,7 @@ def run(
     """
     from rubric_core.runner import SpecError, start_run
 
+    status = "error"
     if input_text is not None and input_file is not None:
         raise BadInput("give --input or --input-file, not both")
     if input_file is not None:
@@ -360,37 +360,103 @@ def run(
         )
         _validate(store, spec)
         version = store.get_rubric_version(spec.rubric_version_id)
-        echo_lock = threading.Lock()
 
-        def show(evaluation: dict[str, Any]) -> None:
-            if quiet:
-                return
-            with echo_lock:
-                click.echo(_format_pass(evaluation))
+        def launch(show: Callable[[dict[str, Any]], None]) -> Any:
+            try:
+                return start_run(store, spec, on_evaluation=show)
+            except SpecError as exc:
+                raise BadInput(str(exc)) from exc
 
-        try:
-            handle = start_run(store, spec, on_evaluation=show)
-        except SpecError as exc:
-            raise BadInput(str(exc)) from exc
-        if not quiet:
-            click.echo(
-                f"Run {handle.run_id}: rubric {version['name']!r} v{version['version']}, "
+        status = _watch(
+            store,
+            launch,
+            quiet=quiet,
+            header=lambda run_id: (
+                f"Run {run_id}: rubric {version['name']!r} v{version['version']}, "
                 f"agent {spec.agent_model}, grader {spec.grader_model}"
-            )
+            ),
+        )
+    finally:
+        store.close()
+    sys.exit(_EXIT_OK if status == "satisfied" else _EXIT_NOT_SATISFIED)
+
+
+def _watch(
+    store: Store,
+    launch: Callable[[Callable[[dict[str, Any]], None]], Any],
+    *,
+    quiet: bool,
+    header: Callable[[int], str],
+) -> str:
+    """Start a run with `launch(show)`, print each pass as it is graded, return the status.
+
+    Ctrl-C asks the run to stop (it ends `interrupted`, its graded passes kept).
+    """
+    header_shown = threading.Event()
+
+    def show(evaluation: dict[str, Any]) -> None:
+        if quiet:
+            return
+        header_shown.wait(5)  # the run thread may grade before the header is printed
+        click.echo(_format_pass(evaluation))
+
+    handle = launch(show)
+    if not quiet:
+        click.echo(header(handle.run_id))
+    header_shown.set()
+    try:
+        while not handle.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        click.echo("Stopping after the current step...", err=True)
+        handle.stop()
+        handle.wait()
+    row = store.get_run(handle.run_id)
+    status = row["status"]
+    if not quiet and row.get("final_output"):
+        click.echo("\nFinal answer:\n" + row["final_output"].rstrip() + "\n")
+    click.echo(f"Status: {status} — {describe_status(status)}")
+    if row.get("error"):
+        click.echo(f"Error: {row['error']}", err=True)
+    return status
+
+
+@cli.command(context_settings=_CONTEXT)
+@click.argument("run_id", type=int)
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint (not stored with runs).")
+@click.option("--quiet", is_flag=True, help="Print only the final status line.")
+@_db_option
+def resume(run_id: int, base_url: str | None, quiet: bool, db: Path | None) -> None:
+    """Resume an interrupted run from its last checkpoint; the same grading run goes on.
+
+    Exit codes as for `run`.
+
+    \b
+    Example:
+        python -m rubric_core resume 42
+    """
+    from rubric_core.runner import SpecError, resume_run
+    from rubric_core.store import StoreError
+
+    store = _open_store(db)
+    try:
+
+        def launch(show: Callable[[dict[str, Any]], None]) -> Any:
+            try:
+                return resume_run(store, run_id, base_url=base_url, on_evaluation=show)
+            except SpecError as exc:
+                raise BadInput(str(exc)) from exc
+
         try:
-            while not handle.wait(0.2):
-                pass
-        except KeyboardInterrupt:
-            click.echo("Stopping after the current step...", err=True)
-            handle.stop()
-            handle.wait()
-        row = store.get_run(handle.run_id)
-        status = row["status"]
-        if not quiet and row.get("final_output"):
-            click.echo("\nFinal answer:\n" + row["final_output"].rstrip() + "\n")
-        click.echo(f"Status: {status} — {describe_status(status)}")
-        if row.get("error"):
-            click.echo(f"Error: {row['error']}", err=True)
+            done = len(store.run_evaluations(run_id))
+        except StoreError as exc:
+            raise BadInput(f"no run with id {run_id}") from exc
+        status = _watch(
+            store,
+            launch,
+            quiet=quiet,
+            header=lambda rid: f"Resuming run {rid} after {done} graded pass(es)",
+        )
     finally:
         store.close()
     sys.exit(_EXIT_OK if status == "satisfied" else _EXIT_NOT_SATISFIED)

@@ -1214,7 +1214,9 @@ def format_rate(value: float | None) -> str:
 
 __all__ = [
     "AGENT_KINDS",
+    "MAX_CONCURRENCY",
     "MAX_INPUT_CHARS",
+    "MAX_ITERATIONS_LIMIT",
     "BatchSummary",
     "DatasetError",
     "RunHandle",
@@ -1223,6 +1225,7 @@ __all__ = [
     "StopRun",
     "build_agent",
     "checkpoint_path",
+    "format_rate",
     "load_dataset",
     "resume_run",
     "run_batch",

@@ -315,3 +315,37 @@ def test_python_dash_m_entry_point(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Status: satisfied" in result.stdout
+
+
+def test_resume_command(invoke, db):
+    import threading
+
+    from rubric_core.models import load_scenario
+    from rubric_core.runner import RunSpec, start_run
+
+    scenario = load_scenario("needs_revision_then_satisfied")
+    with Store(db) as store:
+        version_id = store.save_rubric_version("release", scenario["rubric"])["id"]
+        stop = threading.Event()
+        handle = start_run(
+            store,
+            RunSpec(
+                version_id,
+                scenario["input"],
+                "replay:needs_revision_then_satisfied",
+                "replay:needs_revision_then_satisfied",
+            ),
+            stop_event=stop,
+            on_evaluation=lambda e: stop.set(),
+        )
+        assert handle.wait(60)
+        assert store.get_run(handle.run_id)["status"] == "interrupted"
+
+    result = invoke("resume", str(handle.run_id))
+    assert result.exit_code == 0, result.output
+    assert "after 1 graded pass" in result.output
+    assert "Pass 2: satisfied" in result.output
+    assert "Status: satisfied" in result.output
+
+    _assert_bad_input(invoke("resume", str(handle.run_id)), "only interrupted runs resume")
+    _assert_bad_input(invoke("resume", "999"), "no run with id 999")

@@ -398,3 +398,63 @@ def test_build_agent_accepts_both_kinds(store):
 def test_every_stored_status_is_a_known_one(store):
     run = run_once(store, _scenario_spec(store, "max_iterations"))
     assert run["status"] in TERMINAL_STATUSES
+
+
+# --------------------------------------------------------------------------- a killed process
+
+
+def test_killed_process_keeps_its_passes_and_the_run_resumes(tmp_path):
+    """SIGKILL a CLI run after its first graded pass; the store keeps that pass, marks the
+    run interrupted on the next open, and `resume_run` finishes the same grading run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    db = tmp_path / "killed.db"
+    scenario = load_scenario("needs_revision_then_satisfied")
+    with Store(db) as setup:
+        setup.save_rubric_version("release", scenario["rubric"])
+    slow = "replay:needs_revision_then_satisfied?latency_s=0.5"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rubric_core", "run", "--rubric", "release",
+         "--input", scenario["input"], "--agent-model", slow, "--grader-model", slow,
+         "--db", str(db)],
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        with Store(db) as watcher:
+            deadline = time.monotonic() + WAIT_S
+            while time.monotonic() < deadline:
+                runs = watcher.list_runs(limit=1)
+                if runs and watcher.run_evaluations(runs[0]["id"]):
+                    break
+                time.sleep(0.02)
+            else:
+                pytest.fail("the subprocess never stored a grading pass")
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    with Store(db) as store:
+        run = store.list_runs(limit=1)[0]
+        if run["status"] == "satisfied":
+            pytest.skip("the run finished before the kill landed (machine too slow to race)")
+        assert run["status"] == "interrupted"
+        kept = store.run_evaluations(run["id"])
+        assert kept and kept[0]["result"] == "needs_revision"
+
+        handle = resume_run(store, run["id"])
+        assert handle.wait(WAIT_S)
+        finished = store.get_run(run["id"])
+        assert finished["status"] == "satisfied", finished["error"]
+        evaluations = store.run_evaluations(run["id"])
+        assert [e["iteration"] for e in evaluations] == [0, 1]
+        assert len({e["grading_run_id"] for e in evaluations}) == 1
