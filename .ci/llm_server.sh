@@ -23,6 +23,7 @@
 #   RUBRIC_STUDIO_LLM_CHAT_FORMAT    llama.cpp chat handler (default chatml-function-calling-required,
 #                                    registered by the launcher below; see write_launcher)
 #   RUBRIC_STUDIO_LLM_THREADS        inference threads (default: number of CPUs)
+#   RUBRIC_STUDIO_LLM_MAX_TOKENS     server-side cap on tokens generated per request (default 512)
 #   RUBRIC_STUDIO_LLM_PYTHON         start/stop only: a python that already has llama-cpp-python[server]
 #                                    (default: the server venv's)
 #   RUBRIC_STUDIO_LLM_GGUF           start only: the model file (default: the one setup extracts)
@@ -134,13 +135,19 @@ write_launcher() {
     # It also fixes streamed tool calls: the stock handler repeats the function name and call id
     # in every chunk, which OpenAI clients concatenate ("GraderResponseGraderResponse...");
     # OpenAI sends them only in a call's first chunk, and so does this launcher.
-    # And it accepts assistant messages with "content": null beside tool_calls (what OpenAI
-    # clients send when a tool call is replayed, e.g. after ToolStrategy rejects a verdict);
-    # the stock server's request schema wants a string there and answers HTTP 500.
+    # And it rewrites two things in chat requests before the stock server sees them:
+    #   - assistant messages with "content": null beside tool_calls (what OpenAI clients send
+    #     when a tool call is replayed, e.g. after ToolStrategy rejects a verdict): the stock
+    #     request schema wants a string there and answers HTTP 500;
+    #   - the token cap: langchain-openai sends max_completion_tokens, which the stock server
+    #     ignores, so a babbling model generated until n_ctx was full (minutes on 2 cores),
+    #     and a client that timed out left the single-model server busy for the next request.
+    #     max_completion_tokens becomes max_tokens, capped at RUBRIC_STUDIO_LLM_MAX_TOKENS.
     cat >"$1" <<'PY'
 """llama_cpp.server with a chat handler that also honours tool_choice="required"."""
 
 import json
+import os
 import sys
 
 import llama_cpp.server.__main__ as server_main
@@ -185,21 +192,26 @@ def chatml_function_calling_required(*, tools=None, tool_choice=None, stream=Fal
     return _name_once(answer) if stream else answer
 
 
-def _null_content_to_empty(body):
+_MAX_TOKENS = int(os.environ.get("RUBRIC_STUDIO_LLM_MAX_TOKENS", "512"))
+
+
+def _rewrite(body):
     try:
         request = json.loads(body)
     except ValueError:
         return body  # let the server report the malformed JSON itself
-    changed = False
-    for message in request.get("messages") or [] if isinstance(request, dict) else []:
+    if not isinstance(request, dict):
+        return body
+    for message in request.get("messages") or []:
         if isinstance(message, dict) and "content" in message and message["content"] is None:
             message["content"] = ""
-            changed = True
-    return json.dumps(request).encode() if changed else body
+    asked = request.pop("max_completion_tokens", None) or request.get("max_tokens")
+    request["max_tokens"] = min(int(asked), _MAX_TOKENS) if asked else _MAX_TOKENS
+    return json.dumps(request).encode()
 
 
-class NullContentCompat:
-    """ASGI middleware: rewrites `"content": null` to `""` in chat completion requests."""
+class ChatRequestCompat:
+    """ASGI middleware: null assistant content and max_completion_tokens, as above."""
 
     def __init__(self, app):
         self.app = app
@@ -218,7 +230,7 @@ class NullContentCompat:
                 return  # the client went away before sending its request
             chunks.append(message.get("body", b""))
             more = message.get("more_body", False)
-        body = _null_content_to_empty(b"".join(chunks))
+        body = _rewrite(b"".join(chunks))
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
         delivered = False
@@ -238,7 +250,7 @@ _stock_create_app = server_main.create_app
 
 def _create_app(*args, **kwargs):
     app = _stock_create_app(*args, **kwargs)
-    app.add_middleware(NullContentCompat)
+    app.add_middleware(ChatRequestCompat)
     return app
 
 
