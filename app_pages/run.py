@@ -194,7 +194,13 @@ if len(active) > 1 or (active and watch not in active):
     )
     st.session_state["run_watch"] = watch
 
-running_now = store.get_run(watch)["status"] == "running"
+try:
+    running_now = store.get_run(watch)["status"] == "running"
+except STORE_ERRORS as exc:
+    if "unknown run id" not in str(exc):
+        raise
+    st.session_state.pop("run_watch", None)  # a run of another database (reopened or replaced)
+    st.stop()
 
 
 @st.fragment(run_every=LIVE_POLL_S if running_now else None)

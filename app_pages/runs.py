@@ -7,13 +7,14 @@ import streamlit as st
 from rubric_core.charts import pass_rate_figure
 from rubric_core.dashboard import (
     DEFAULT_PAGE_SIZE,
+    data_version,
     page_caption,
     page_count,
     page_window,
     run_label,
     runs_table,
 )
-from studio_ui import get_store, render_run_detail, run_filter_widgets
+from studio_ui import cached_pass_rates, get_store, render_run_detail, run_filter_widgets
 
 store = get_store()
 st.title("Runs")
@@ -41,8 +42,13 @@ if not runs:
 
 st.dataframe(runs_table(runs), hide_index=True, key="runs_table")
 
-with st.expander("Per-criterion pass rates (every pass of the matching runs)"):
-    rates = store.criterion_pass_rates(**filters.as_kwargs())
+show_rates = st.toggle(
+    "Per-criterion pass rates (every pass of the matching runs)",
+    key="runs_show_rates",
+    help="Counted over every stored pass that matches the filters; cached until a new pass arrives.",
+)
+if show_rates:
+    rates = cached_pass_rates(str(store.path), filters, data_version(store))
     st.plotly_chart(pass_rate_figure(rates), key="runs_pass_rates")
 
 st.divider()

@@ -676,6 +676,24 @@ def run_spec_rows(run: Mapping[str, Any]) -> list[dict[str, str]]:
     return [{"setting": k, "value": "" if v is None else str(v)} for k, v in rows]
 
 
+def data_version(store: Any) -> tuple[int, int]:
+    """`(last run id, last pass id)`: changes whenever a run or a graded pass is added.
+
+    Rows are never deleted and a run's passes only grow, so a result computed over
+    the stored passes stays right for as long as this version is unchanged; the
+    dashboard caches such results (e.g. pass rates) under it.
+    """
+    conn = store.connect_readonly()
+    try:
+        row = conn.execute(
+            "SELECT (SELECT COALESCE(MAX(id), 0) FROM runs), "
+            "(SELECT COALESCE(MAX(id), 0) FROM evaluations)"
+        ).fetchone()
+    finally:
+        conn.close()
+    return int(row[0]), int(row[1])
+
+
 def known_models(store: Any, limit: int = 200) -> list[str]:
     """Model strings used by stored runs (agent or grader), for the model filter."""
     conn = store.connect_readonly()

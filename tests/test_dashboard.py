@@ -370,6 +370,21 @@ def test_known_models_lists_agent_and_grader_models(store: Store, rubric_version
     assert known_models(store) == ["openai:x", "replay:a", "replay:g"]
 
 
+def test_data_version_moves_with_new_runs_and_passes(store: Store, rubric_version: dict) -> None:
+    from rubric_core.dashboard import data_version
+
+    empty = data_version(store)
+    run_id = new_run(store, rubric_version["id"])
+    after_run = data_version(store)
+    store.record_evaluation(run_id, make_evaluation())
+    after_pass = data_version(store)
+    assert empty == (0, 0)
+    assert after_run[0] > empty[0]
+    assert after_pass[1] > after_run[1]
+    store.finish_run(run_id, status="needs_revision")
+    assert data_version(store) == after_pass
+
+
 def test_preview_rows_takes_the_first_rows_with_filters(store: Store, rubric_version: dict) -> None:
     for _ in range(3):
         run_id = new_run(store, rubric_version["id"])

@@ -134,6 +134,15 @@ def test_rubrics_empty_rubric_is_refused_in_place(app: AppTest) -> None:
     assert any("rubric is empty" in e.value for e in app.error)
 
 
+def test_rubrics_one_megabyte_rubric_is_refused_in_place(app: AppTest) -> None:
+    app.text_input(key="rubric_name").input("huge")
+    app.text_area(key="rubric_text").input("- " + "x" * 1_000_000)
+    app.button(key="rubric_save").click().run()
+    _no_exception(app)
+    assert any("the limit is 20,000" in e.value for e in app.error)
+    assert not app.dataframe  # nothing was stored
+
+
 # ---------------------------------------------------------------- Run
 
 
@@ -164,6 +173,21 @@ def test_run_page_missing_api_key_is_explained_in_place(app: AppTest) -> None:
     message = " ".join(e.value for e in app.error)
     assert "OPENAI_API_KEY" in message
     assert ".streamlit/secrets.toml" in message
+
+
+def test_run_page_unknown_model_string_is_refused_in_place(app: AppTest) -> None:
+    _page(app, "run")
+    app.selectbox(key="run_scenario_helper").set_value(SCENARIO)
+    app.button(key="run_use_scenario").click().run()
+    app.radio(key="run_agent_source").set_value("provider").run()
+    app.text_input(key="run_agent_provider").input("nosuchprovider:model-x")
+    app.button(key="run_launch").click().run()
+    _no_exception(app)
+    message = " ".join(e.value for e in app.error)
+    assert "nosuchprovider" in message and "agent_model" in message
+    malformed = app.text_input(key="run_agent_provider").input("just-a-name")
+    malformed.run()
+    assert any("provider:model-id" in e.value for e in app.error)
 
 
 def test_run_page_empty_input_is_refused_in_place(app: AppTest) -> None:
@@ -200,6 +224,18 @@ def test_runs_page_lists_the_run_and_shows_its_detail(app: AppTest) -> None:
     # Each pass's explanation and gaps.
     assert any("Pass 1" in e.label and "needs revision" in e.label for e in app.expander)
     assert any(t.startswith("✗ ") and "→" in t for t in _texts(app))
+
+
+def test_runs_page_shows_pass_rates_on_request(app: AppTest) -> None:
+    _launch_replay_run(app)
+    _page(app, "runs")
+    charts_before = len(_charts(app))
+    app.toggle(key="runs_show_rates").set_value(True).run()
+    _no_exception(app)
+    rates = _charts(app)[0]
+    assert len(_charts(app)) == charts_before + 1
+    bar = rates["data"][0]
+    assert bar["text"] == ["100% (2/2)", "50% (1/2)", "100% (2/2)"]
 
 
 def test_runs_page_filters_and_says_when_nothing_matches(app: AppTest) -> None:
