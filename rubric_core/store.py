@@ -242,6 +242,17 @@ def _m0004_transcripts(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0005_runs_status_within_rubric_indexes")
+def _m0005_runs_status_within_rubric(db: Database) -> None:
+    # The Runs page filters a rubric (or version) by status; count it from the index alone.
+    db.executescript(
+        """
+        CREATE INDEX idx_runs_rubric_status ON runs (rubric_id, status, started_at, id);
+        CREATE INDEX idx_runs_version_status ON runs (rubric_version_id, status, started_at, id);
+        """
+    )
+
+
 # --- small helpers ----------------------------------------------------------------------------
 
 
