@@ -85,7 +85,8 @@ setup_venv() {
     fi
     # --find-links lets pip take the cached wheel for llama-cpp-python; the server extra's
     # packages come from the index.
-    "$VPY" -m pip install --quiet --find-links "$CACHE" "llama-cpp-python[server]==$LLAMA_VERSION" >&2
+    "$VPY" -m pip install --quiet --only-binary llama-cpp-python --find-links "$CACHE" \
+        "llama-cpp-python[server]==$LLAMA_VERSION" >&2
     server_installed || die "llama-cpp-python[server] did not import in $VENV after installing"
 }
 
