@@ -254,13 +254,22 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
     m4.metric("Regressions", len(regressions))
     left, right = st.columns([2, 3])
     left.plotly_chart(timeline_figure(evaluations), key=f"{key}_timeline")
-    right.plotly_chart(heatmap_figure(evaluations), key=f"{key}_heatmap")
+    criteria = rubric_criteria(store, run)
+    right.plotly_chart(heatmap_figure(evaluations, criteria), key=f"{key}_heatmap")
     for name, from_pass, to_pass in regressions:
         st.warning(
             f"Regression: passed in Pass {from_pass + 1}, failed in Pass {to_pass + 1}: "
             f"{md_escape(one_line(name, 120))}",
             icon="↩️",
         )
+
+
+def rubric_criteria(store: Store, run: dict) -> list[str]:
+    """The criteria of a run's rubric version, in rubric order (empty if it cannot be read)."""
+    try:
+        return list(store.get_rubric_version(run["rubric_version_id"])["criteria"])
+    except (*STORE_ERRORS, KeyError):
+        return []
 
 
 def render_passes(evaluations: list[dict]) -> None:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from rubric_core.charts import draft_diff, flipped_criteria, heatmap_figure
 from rubric_core.dashboard import compare_runs_rows, final_criteria, run_label, status_badge
-from studio_ui import get_store, show_plain, show_status
+from studio_ui import get_store, rubric_criteria, show_plain, show_status
 
 RECENT_RUNS = 200
 
@@ -118,7 +118,8 @@ with runs_tab:
         with column:
             show_status(run["status"], error=run.get("error"))
             st.plotly_chart(
-                heatmap_figure(store.run_evaluations(run["id"])), key=f"compare_heatmap_{side}"
+                heatmap_figure(store.run_evaluations(run["id"]), rubric_criteria(store, run)),
+                key=f"compare_heatmap_{side}",
             )
             st.caption("Final output")
             show_plain(run.get("final_output"), empty="(no final output)")

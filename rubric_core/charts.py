@@ -63,16 +63,20 @@ def pass_label(index: int) -> str:
     return f"Pass {index + 1}"
 
 
-def criterion_order(evaluations: Sequence[Evaluation]) -> list[str]:
-    """Every criterion name seen across the passes, in first-seen order.
+def criterion_order(evaluations: Sequence[Evaluation], preferred: Sequence[str] = ()) -> list[str]:
+    """Every criterion name seen across the passes: those in `preferred` (the rubric's
+    order) first, then the rest in first-seen order.
 
     Examples:
         >>> criterion_order([{"criteria": [{"name": "a"}, {"name": "b"}]},
         ...                  {"criteria": [{"name": "b"}, {"name": "c"}]}])
         ['a', 'b', 'c']
+        >>> criterion_order([{"criteria": [{"name": "b"}, {"name": "a"}]}], preferred=["a", "b"])
+        ['a', 'b']
     """
-    names: list[str] = []
-    seen: set[str] = set()
+    judged = {c["name"] for e in evaluations for c in e.get("criteria") or []}
+    names: list[str] = [name for name in preferred if name in judged]
+    seen: set[str] = set(names)
     for evaluation in evaluations:
         for criterion in evaluation.get("criteria") or []:
             name = criterion["name"]
@@ -83,7 +87,7 @@ def criterion_order(evaluations: Sequence[Evaluation]) -> list[str]:
 
 
 def criterion_matrix(
-    evaluations: Sequence[Evaluation],
+    evaluations: Sequence[Evaluation], preferred: Sequence[str] = ()
 ) -> tuple[list[str], list[list[bool | None]]]:
     """Criteria × passes: `True` passed, `False` failed, `None` not judged in that pass.
 
@@ -92,7 +96,7 @@ def criterion_matrix(
     Returns:
         `(criteria, rows)` where `rows[i][j]` is criterion `i` in pass `j`.
     """
-    names = criterion_order(evaluations)
+    names = criterion_order(evaluations, preferred)
     index = {name: i for i, name in enumerate(names)}
     rows: list[list[bool | None]] = [[None] * len(evaluations) for _ in names]
     for j, evaluation in enumerate(evaluations):
@@ -269,13 +273,14 @@ def timeline_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
     return figure
 
 
-def heatmap_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
+def heatmap_figure(evaluations: Sequence[Evaluation], criteria: Sequence[str] = ()) -> go.Figure:
     """Criterion × pass heatmap: pass, fail or not judged; regressions marked.
 
     A regression (passed in an earlier pass, failed in a later one) gets a ✗
-    marker on the failing cell and a "regression" line in its hover text.
+    marker on the failing cell and a "regression" line in its hover text. Rows
+    follow `criteria` (the rubric's order) when given, whatever order the grader used.
     """
-    names, rows = criterion_matrix(evaluations)
+    names, rows = criterion_matrix(evaluations, criteria)
     if not names:
         return _empty_figure("No criterion judged yet")
     gaps: dict[tuple[str, int], str] = {}

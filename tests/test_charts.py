@@ -116,6 +116,13 @@ def test_heatmap_cells_encode_pass_fail_and_missing() -> None:
     assert list(heatmap.x) == ["Pass 1", "Pass 2", "Pass 3"]
 
 
+def test_heatmap_rows_follow_the_rubric_order() -> None:
+    passes = [_pass([("second", True), ("first", False)])]
+    heatmap = heatmap_figure(passes, ["first", "second", "never judged"]).data[0]
+    assert list(heatmap.y) == ["1. first", "2. second"]
+    assert [list(row) for row in heatmap.z] == [[0.0], [1.0]]
+
+
 def test_heatmap_marks_regressions_on_the_failing_cell() -> None:
     passes = [_pass([("a", True), ("b", True)]), _pass([("a", False, "broke"), ("b", True)])]
     figure = heatmap_figure(passes)
