@@ -160,6 +160,35 @@ def test_run_page_launches_a_replay_run_and_shows_its_passes(app: AppTest) -> No
     assert any("Widget 2.0" in c.value for c in app.code)
 
 
+def test_run_keeps_going_across_pages_and_can_be_stopped(app: AppTest) -> None:
+    from studio_ui import run_registry
+
+    _page(app, "run")
+    app.selectbox(key="run_scenario_helper").set_value("max_iterations")
+    app.button(key="run_use_scenario").click().run()
+    slow = "replay:max_iterations?latency_s=0.5"  # slow enough to still be running below
+    for role in ("agent", "grader"):
+        app.radio(key=f"run_{role}_source").set_value("provider").run()
+        app.text_input(key=f"run_{role}_provider").input(slow)
+    app.number_input(key="run_max_iterations").set_value(20)
+    app.button(key="run_launch").click().run()
+    _no_exception(app)
+    run_id = app.session_state["run_watch"]
+    handle = run_registry().run(run_id)
+
+    _page(app, "runs")  # the person looks elsewhere; the run goes on
+    assert not handle.done()
+    assert "running" in app.dataframe[0].value["status"].iloc[0]
+    _page(app, "run")  # and comes back to it
+    assert any(f"Run #{run_id}" in h.value for h in app.subheader)
+    assert app.sidebar.caption and any(f"#{run_id}" in c.value for c in app.sidebar.caption)
+    app.button(key=f"run_stop_{run_id}").click().run()
+    assert handle.wait(RUN_TIMEOUT_S)
+    app.run()
+    _no_exception(app)
+    assert any("interrupted" in w.value for w in app.warning)
+
+
 def test_run_page_missing_api_key_is_explained_in_place(app: AppTest) -> None:
     _page(app, "run")
     app.selectbox(key="run_scenario_helper").set_value(SCENARIO)
