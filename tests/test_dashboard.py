@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import make_evaluation, new_run
 
 from rubric_core.dashboard import (
     RUBRIC_TEMPLATES,
@@ -279,7 +279,9 @@ def test_run_spec_rows_lists_settings() -> None:
     assert rows["grader system prompt"] == "(default)"
 
 
-def test_pass_details_lists_gaps_of_failing_criteria() -> None:
+def test_pass_details_lists_gaps_of_failing_criteria(
+    make_evaluation: Callable[..., dict[str, Any]],
+) -> None:
     passes = [
         make_evaluation(verdicts=[("a", True), ("b", False, "do b")], duration_s=1.0),
         make_evaluation(verdicts=[("a", True), ("b", True)], explanation="All good."),
@@ -364,13 +366,20 @@ def test_load_uploaded_dataset_names_the_file_and_the_problem(
 # ---------------------------------------------------------------- store-backed helpers
 
 
-def test_known_models_lists_agent_and_grader_models(store: Store, rubric_version: dict) -> None:
+def test_known_models_lists_agent_and_grader_models(
+    store: Store, rubric_version: dict, new_run: Callable[..., int]
+) -> None:
     new_run(store, rubric_version["id"], agent_model="replay:a", grader_model="replay:g")
     new_run(store, rubric_version["id"], agent_model="replay:a", grader_model="openai:x")
     assert known_models(store) == ["openai:x", "replay:a", "replay:g"]
 
 
-def test_data_version_moves_with_new_runs_and_passes(store: Store, rubric_version: dict) -> None:
+def test_data_version_moves_with_new_runs_and_passes(
+    store: Store,
+    rubric_version: dict,
+    make_evaluation: Callable[..., dict[str, Any]],
+    new_run: Callable[..., int],
+) -> None:
     from rubric_core.dashboard import data_version
 
     empty = data_version(store)
@@ -385,7 +394,12 @@ def test_data_version_moves_with_new_runs_and_passes(store: Store, rubric_versio
     assert data_version(store) == after_pass
 
 
-def test_preview_rows_takes_the_first_rows_with_filters(store: Store, rubric_version: dict) -> None:
+def test_preview_rows_takes_the_first_rows_with_filters(
+    store: Store,
+    rubric_version: dict,
+    make_evaluation: Callable[..., dict[str, Any]],
+    new_run: Callable[..., int],
+) -> None:
     for _ in range(3):
         run_id = new_run(store, rubric_version["id"])
         store.record_evaluation(run_id, make_evaluation())
@@ -396,7 +410,12 @@ def test_preview_rows_takes_the_first_rows_with_filters(store: Store, rubric_ver
     assert preview_rows(store, "runs", RunFilters(status="satisfied")) == []
 
 
-def test_export_bytes_gives_the_whole_file(store: Store, rubric_version: dict) -> None:
+def test_export_bytes_gives_the_whole_file(
+    store: Store,
+    rubric_version: dict,
+    make_evaluation: Callable[..., dict[str, Any]],
+    new_run: Callable[..., int],
+) -> None:
     run_id = new_run(store, rubric_version["id"])
     store.record_evaluation(run_id, make_evaluation())
     store.finish_run(run_id, status="needs_revision")
@@ -408,7 +427,9 @@ def test_export_bytes_gives_the_whole_file(store: Store, rubric_version: dict) -
     assert len(jsonl.decode("utf-8").splitlines()) == 1
 
 
-def test_batch_progress_counts_finished_runs(store: Store, rubric_version: dict) -> None:
+def test_batch_progress_counts_finished_runs(
+    store: Store, rubric_version: dict, new_run: Callable[..., int]
+) -> None:
     done = new_run(store, rubric_version["id"], batch_id="b1")
     store.finish_run(done, status="satisfied")
     new_run(store, rubric_version["id"], batch_id="b1")

@@ -6,11 +6,11 @@ import json
 import os
 import sqlite3
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_evaluation
 from streamlit.testing.v1 import AppTest
 
 from rubric_core.store import Store
@@ -277,7 +277,9 @@ def test_runs_page_filters_and_says_when_nothing_matches(app: AppTest) -> None:
     assert len(app.dataframe[0].value) == 1
 
 
-def test_runs_page_shows_model_text_as_text_never_markdown(app: AppTest, db_path: Path) -> None:
+def test_runs_page_shows_model_text_as_text_never_markdown(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
     hostile = "<img src=x onerror=alert(1)> **bold** [click](javascript:alert(1))"
     store = Store(db_path)
     try:
