@@ -144,6 +144,8 @@ write_launcher() {
     #     ignores, so a babbling model generated until n_ctx was full (minutes on 2 cores),
     #     and a client that timed out left the single-model server busy for the next request.
     #     max_completion_tokens becomes max_tokens, capped at RUBRIC_STUDIO_LLM_MAX_TOKENS.
+    # Last, the stock handler renders its prompt with HTML autoescaping on, so the model read
+    # "&lt;transcript&gt;" and "&#39;" and wrote them back into verdicts; prompts go in verbatim.
     cat >"$1" <<'PY'
 """llama_cpp.server with a chat handler that also honours tool_choice="required"."""
 
@@ -152,7 +154,18 @@ import os
 import sys
 
 import llama_cpp.server.__main__ as server_main
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 from llama_cpp import llama_chat_format
+
+
+class _VerbatimEnvironment(ImmutableSandboxedEnvironment):
+    def __init__(self, *args, **kwargs):
+        kwargs["autoescape"] = False
+        super().__init__(*args, **kwargs)
+
+
+# Only chatml-function-calling asks for autoescape; no chat template wants HTML escaping.
+llama_chat_format.ImmutableSandboxedEnvironment = _VerbatimEnvironment
 
 _stock = llama_chat_format.get_chat_completion_handler("chatml-function-calling")
 
