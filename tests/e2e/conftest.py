@@ -107,8 +107,16 @@ def dashboard(tmp_path: Path) -> Iterator[Dashboard]:
         print(f"\nstreamlit log: {log_path}")
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    """Keep each phase's report on the item, so fixtures can tell a failed test at teardown."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-def browser_page(tmp_path: Path) -> Iterator[object]:
+def browser_page(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
     """A Playwright page in the system's headless Chromium; skips when Chromium is absent."""
     executable = chromium_executable()
     if executable is None:
@@ -128,6 +136,12 @@ def browser_page(tmp_path: Path) -> Iterator[object]:
             page = context.new_page()
             page.set_default_timeout(30_000)
             yield page
+            report = getattr(request.node, "report_call", None)
+            if report is not None and report.failed:
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                path = SCREENSHOTS / f"failed-{request.node.name}.png"
+                page.screenshot(path=str(path), full_page=True)
+                print(f"screenshot of the failure: {path.relative_to(REPO)}")
             context.close()
         finally:
             browser.close()
