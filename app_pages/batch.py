@@ -9,6 +9,7 @@ from rubric_core.dashboard import (
     InputError,
     batch_progress,
     combine_models,
+    expand_counts,
     load_uploaded_dataset,
     one_line,
     progress,
@@ -176,8 +177,10 @@ def batch_view() -> None:
         key="batch_status_counts",
     )
     left, right = st.columns(2)
-    passes = [k for k, n in summary.iterations_to_satisfied.items() for _ in range(n)]
-    left.plotly_chart(iterations_histogram(passes), key="batch_iterations")
+    left.plotly_chart(
+        iterations_histogram(expand_counts(summary.iterations_to_satisfied)),
+        key="batch_iterations",
+    )
     right.plotly_chart(pass_rate_figure(summary.criterion_pass_rates), key="batch_pass_rates")
     if summary.errors:
         st.caption("Runs that ended in error")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rubric_core.charts import draft_diff, flipped_criteria, heatmap_figure
-from rubric_core.dashboard import compare_runs_rows, final_criteria, run_label, status_badge
+from rubric_core.dashboard import compare_runs_rows, final_verdict_rows, run_label, status_badge
 from studio_ui import get_store, rubric_criteria, show_plain, show_status
 
 RECENT_RUNS = 200
@@ -96,23 +96,10 @@ with runs_tab:
     run_b = col_b.selectbox("Run B", ids, index=0, format_func=labels.get, key="compare_run_b")
     first_run, second_run = store.get_run(run_a), store.get_run(run_b)
     st.dataframe(compare_runs_rows(first_run, second_run), hide_index=True, key="compare_rows")
-    verdicts_a = final_criteria(store.run_evaluations(run_a))
-    verdicts_b = final_criteria(store.run_evaluations(run_b))
-    names = list(dict.fromkeys([*verdicts_a, *verdicts_b]))
-    if names:
+    verdict_rows = final_verdict_rows(store.run_evaluations(run_a), store.run_evaluations(run_b))
+    if verdict_rows:
         st.caption("Final verdict of each criterion")
-        st.dataframe(
-            [
-                {
-                    "criterion": name,
-                    "run A": {True: "✓", False: "✗"}.get(verdicts_a.get(name), "–"),
-                    "run B": {True: "✓", False: "✗"}.get(verdicts_b.get(name), "–"),
-                }
-                for name in names
-            ],
-            hide_index=True,
-            key="compare_final_criteria",
-        )
+        st.dataframe(verdict_rows, hide_index=True, key="compare_final_criteria")
     lower_a, lower_b = st.columns(2, gap="large")
     for side, column, run in (("a", lower_a, first_run), ("b", lower_b, second_run)):
         with column:

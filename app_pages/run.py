@@ -7,11 +7,11 @@ import streamlit as st
 from rubric_core.dashboard import (
     InputError,
     combine_models,
+    replay_scenario_mismatch,
     run_label,
     spec_error_hint,
 )
 from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
-from rubric_core.rubric import parse_rubric
 from rubric_core.runner import AGENT_KINDS, MAX_ITERATIONS_LIMIT, RunSpec, SpecError, start_run
 from rubric_core.tools import TOOL_NAMES
 from studio_ui import (
@@ -110,16 +110,13 @@ with grader_col:
         errors.append(f"Grader model: {exc}")
 
 for choice in (agent_choice, grader_choice):
-    spec = choice[0] if choice else ""
-    scenario = (
-        scenario_by_name.get(spec.removeprefix("replay:")) if spec.startswith("replay:") else None
-    )
-    if scenario and parse_rubric(scenario["rubric"]) != version["criteria"]:
+    mismatch = replay_scenario_mismatch(choice[0] if choice else "", scenarios, version["criteria"])
+    if mismatch:
         st.warning(
-            f"The replay scenario {scenario['name']!r} scripts verdicts for its own rubric, not for "
+            f"The replay scenario {mismatch!r} scripts verdicts for its own rubric, not for "
             f"{version['name']} v{version['version']}; its grader will not match these criteria. "
             "Use “Offline demo: load a replay scenario” above to load the matching rubric.",
-            icon="🔁",
+            icon=":material/replay:",
         )
         break
 

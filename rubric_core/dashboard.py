@@ -334,6 +334,32 @@ def combine_models(
     return agent_spec, grader_spec, base_url
 
 
+def replay_scenario_mismatch(
+    model_spec: str, scenarios: Iterable[Mapping[str, Any]], criteria: Sequence[str]
+) -> str | None:
+    """The replay scenario a model plays if its scripted rubric differs from `criteria`, else None.
+
+    Replay graders answer from a script written for their scenario's rubric; pointed at
+    another rubric their verdicts name the wrong criteria.
+
+    Examples:
+        >>> scenarios = [{"name": "haiku", "rubric": "- three lines"}]
+        >>> replay_scenario_mismatch("replay:haiku", scenarios, ["five lines"])
+        'haiku'
+        >>> replay_scenario_mismatch("replay:haiku", scenarios, ["three lines"]) is None
+        True
+    """
+    from rubric_core.rubric import parse_rubric
+
+    if not model_spec.startswith("replay:"):
+        return None
+    name = model_spec.removeprefix("replay:").split("?", 1)[0]
+    scenario = next((s for s in scenarios if s.get("name") == name), None)
+    if scenario is None or parse_rubric(str(scenario.get("rubric") or "")) == list(criteria):
+        return None
+    return name
+
+
 def spec_error_hint(message: str) -> str:
     """Add what to do to a run-spec error (missing keys go in `.streamlit/secrets.toml`)."""
     if "API key" in message:
@@ -707,6 +733,27 @@ def known_models(store: Any, limit: int = 200) -> list[str]:
     return [str(row[0]) for row in rows if row[0]]
 
 
+def final_verdict_rows(
+    evaluations_a: Sequence[Mapping[str, Any]], evaluations_b: Sequence[Mapping[str, Any]]
+) -> list[dict[str, str]]:
+    """Each criterion's last verdict in two runs: `{criterion, run A, run B}` with ✓, ✗ or –.
+
+    Examples:
+        >>> final_verdict_rows([{"criteria": [{"name": "a", "passed": True}]}], [])
+        [{'criterion': 'a', 'run A': '✓', 'run B': '–'}]
+    """
+    verdicts_a, verdicts_b = final_criteria(evaluations_a), final_criteria(evaluations_b)
+    marks = {True: "✓", False: "✗"}
+    return [
+        {
+            "criterion": name,
+            "run A": marks.get(verdicts_a.get(name), "–"),
+            "run B": marks.get(verdicts_b.get(name), "–"),
+        }
+        for name in dict.fromkeys([*verdicts_a, *verdicts_b])
+    ]
+
+
 def compare_runs_rows(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Field-by-field rows for two runs side by side, with a marker where they differ."""
     fields = [
@@ -784,6 +831,16 @@ def summarize_runs(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             if r.get("status") == "grader_error"
         ],
     }
+
+
+def expand_counts(counts: Mapping[int, int]) -> list[int]:
+    """`{passes: runs}` back to one value per run, for a histogram.
+
+    Examples:
+        >>> expand_counts({1: 2, 3: 1})
+        [1, 1, 3]
+    """
+    return [value for value, count in sorted(counts.items()) for _ in range(int(count))]
 
 
 def progress(done: int, total: int) -> tuple[float, str]:

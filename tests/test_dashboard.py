@@ -505,3 +505,32 @@ def test_start_batch_runs_in_the_background(store: Store) -> None:
     assert job.done() and job.error is None
     assert batch_progress(store, job.batch_id, job.total) == (3, 3)
     assert {r["status"] for r in store.list_runs(batch_id=job.batch_id)} == {"satisfied"}
+
+
+def test_replay_scenario_mismatch_only_for_replay_models_on_another_rubric() -> None:
+    from rubric_core.dashboard import replay_scenario_mismatch
+
+    scenarios = [{"name": "haiku", "rubric": "- three lines\n- about rain"}]
+    assert replay_scenario_mismatch("replay:haiku", scenarios, ["other"]) == "haiku"
+    assert replay_scenario_mismatch("replay:haiku?latency_s=1", scenarios, ["other"]) == "haiku"
+    assert (
+        replay_scenario_mismatch("replay:haiku", scenarios, ["three lines", "about rain"]) is None
+    )
+    assert replay_scenario_mismatch("openai:gpt-4.1", scenarios, ["other"]) is None
+    assert replay_scenario_mismatch("replay:unknown", scenarios, ["other"]) is None
+
+
+def test_final_verdict_rows_and_expand_counts() -> None:
+    from rubric_core.dashboard import expand_counts, final_verdict_rows
+
+    run_a = [
+        {"criteria": [{"name": "a", "passed": False}]},
+        {"criteria": [{"name": "a", "passed": True}, {"name": "b", "passed": False}]},
+    ]
+    run_b = [{"criteria": [{"name": "a", "passed": False}]}]
+    assert final_verdict_rows(run_a, run_b) == [
+        {"criterion": "a", "run A": "✓", "run B": "✗"},
+        {"criterion": "b", "run A": "✗", "run B": "–"},
+    ]
+    assert expand_counts({3: 1, 1: 2}) == [1, 1, 3]
+    assert expand_counts({}) == []
