@@ -144,6 +144,9 @@ write_launcher() {
     #     ignores, so a babbling model generated until n_ctx was full (minutes on 2 cores),
     #     and a client that timed out left the single-model server busy for the next request.
     #     max_completion_tokens becomes max_tokens, capped at RUBRIC_STUDIO_LLM_MAX_TOKENS.
+    #   - tool results: the stock template silently drops "role": "tool" messages, so a model
+    #     never saw what its tools returned (grader tools) nor why ToolStrategy rejected its
+    #     verdict; they are passed on as user messages naming the call.
     # Last, the stock handler renders its prompt with HTML autoescaping on, so the model read
     # "&lt;transcript&gt;" and "&#39;" and wrote them back into verdicts; prompts go in verbatim.
     cat >"$1" <<'PY'
@@ -217,8 +220,18 @@ def _rewrite(body):
     if not isinstance(request, dict):
         return body
     for message in request.get("messages") or []:
-        if isinstance(message, dict) and "content" in message and message["content"] is None:
+        if not isinstance(message, dict):
+            continue
+        if "content" in message and message["content"] is None:
             message["content"] = ""
+        if message.get("role") == "tool":
+            content = message.pop("content", "")
+            if not isinstance(content, str):
+                content = json.dumps(content)
+            call_id = message.pop("tool_call_id", "")
+            message.pop("name", None)
+            message["role"] = "user"
+            message["content"] = f"Result of tool call {call_id}:\n{content}"
     asked = request.pop("max_completion_tokens", None) or request.get("max_tokens")
     request["max_tokens"] = min(int(asked), _MAX_TOKENS) if asked else _MAX_TOKENS
     return json.dumps(request).encode()
