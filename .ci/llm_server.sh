@@ -136,7 +136,7 @@ write_launcher() {
     # It also fixes streamed tool calls: the stock handler repeats the function name and call id
     # in every chunk, which OpenAI clients concatenate ("GraderResponseGraderResponse...");
     # OpenAI sends them only in a call's first chunk, and so does this launcher.
-    # And it rewrites two things in chat requests before the stock server sees them:
+    # And it rewrites chat requests before the stock server sees them:
     #   - assistant messages with "content": null beside tool_calls (what OpenAI clients send
     #     when a tool call is replayed, e.g. after ToolStrategy rejects a verdict): the stock
     #     request schema wants a string there and answers HTTP 500;
