@@ -322,7 +322,9 @@ async def test_events_on_astream_events_v3():
 
 
 async def test_ainvoke_matches_invoke():
-    sync_agent, _, _, sync_evals = agent_with([needs_revision(), needs_revision()], max_iterations=2)
+    sync_agent, _, _, sync_evals = agent_with(
+        [needs_revision(), needs_revision()], max_iterations=2
+    )
     async_agent, _, _, async_evals = agent_with(
         [needs_revision(), needs_revision()], max_iterations=2
     )
@@ -353,9 +355,7 @@ def test_state_is_readable_after_invoke_and_from_get_state():
         assert state["_rubric_iterations"] == 2
         assert len(state["_rubric_evaluations"]) == 2
         assert state["_active_rubric"] == RUBRIC
-        assert state["_current_grading_run_id"] == state["_rubric_evaluations"][0][
-            "grading_run_id"
-        ]
+        assert state["_current_grading_run_id"] == state["_rubric_evaluations"][0]["grading_run_id"]
 
 
 def test_bookkeeping_is_not_accepted_as_input():
@@ -619,9 +619,7 @@ _BLOCK_RE = r"<{tag}-(?P<nonce>[0-9a-f]{{12}})>\n(?P<body>.*?)\n</{tag}-(?P=nonc
 def received_rubric(payload: str) -> str:
     """Read the rubric the way the grader is told to: the block with the announced nonce."""
     nonce = re.search(r"with the suffix -([0-9a-f]{12})", payload).group(1)
-    match = re.search(
-        rf"<rubric-{nonce}>\n(.*?)\n</rubric-{nonce}>", payload, flags=re.DOTALL
-    )
+    match = re.search(rf"<rubric-{nonce}>\n(.*?)\n</rubric-{nonce}>", payload, flags=re.DOTALL)
     return match.group(1)
 
 
