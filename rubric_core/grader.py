@@ -9,19 +9,26 @@ import logging
 import random
 import re
 import secrets
+import threading
 import time
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware.types import AgentMiddleware
 from langchain.agents.structured_output import ToolStrategy
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration
+from langchain_core.tracers.context import register_configure_hook
 from langgraph.errors import GraphBubbleUp, GraphRecursionError
 
 from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, CriterionVerdict, GraderResponse
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AnyMessage
@@ -53,6 +60,39 @@ _MIN_MESSAGE_CHARS = 400
 
 _GRADER_RECURSION_LIMIT = 40
 """Graph steps one grader call may take (tool rounds and structured-output corrections)."""
+
+_MAX_CORRECTIONS = 3
+"""Rejected verdicts one grader call may correct before the pass is a `grader_error`.
+Each correction re-sends the growing conversation, so a weak model that cannot produce a
+valid verdict would otherwise burn its whole step budget (and context window) trying."""
+
+_REJECTED_PREFIX = "Your GraderResponse was rejected: "
+
+
+class _TokenCounter(BaseCallbackHandler):
+    """Sums the token usage every chat model call reports, whatever its provider names it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                if not isinstance(generation, ChatGeneration):
+                    continue
+                usage = getattr(generation.message, "usage_metadata", None) or {}
+                with self._lock:
+                    self.input_tokens += int(usage.get("input_tokens", 0) or 0)
+                    self.output_tokens += int(usage.get("output_tokens", 0) or 0)
+
+
+_USAGE: ContextVar[_TokenCounter | None] = ContextVar("rubric_grader_usage", default=None)
+# Registered once: every chat model call made while `_USAGE` holds a handler reports its
+# token usage to it, failed grader calls included. (langchain's get_usage_metadata_callback
+# registers a new hook on every use, which would grow a global list with every pass.)
+register_configure_hook(_USAGE, inheritable=True)
 
 _TAG_RE = re.compile(r"<(/?)\s*(rubric|checklist|transcript|request|final_answer)", re.IGNORECASE)
 
@@ -130,7 +170,58 @@ class _Usage:
     attempts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    messages: list[Any] = field(default_factory=list)
+
+    def add(self, counter: _TokenCounter) -> None:
+        self.input_tokens += counter.input_tokens
+        self.output_tokens += counter.output_tokens
+
+
+@contextmanager
+def _counting_tokens(usage: _Usage) -> Iterator[None]:
+    counter = _TokenCounter()
+    token = _USAGE.set(counter)
+    try:
+        yield
+    finally:
+        _USAGE.reset(token)
+        usage.add(counter)
+
+
+class _CorrectionLimit(AgentMiddleware):
+    """Ends a grader call whose verdicts keep being rejected, after `limit` corrections."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def _check(self, messages: Sequence[AnyMessage]) -> None:
+        # Every GraderResponse call still in the conversation when the model is asked
+        # again was rejected: invalid JSON, a failed validation, a contradiction.
+        attempts = sum(
+            1
+            for m in messages
+            if isinstance(m, AIMessage)
+            and any(
+                call.get("name") == "GraderResponse"
+                for call in [*m.tool_calls, *m.invalid_tool_calls]
+            )
+        )
+        if attempts > self.limit:
+            last = next(
+                (str(m.content) for m in reversed(messages) if isinstance(m, ToolMessage)), ""
+            )
+            reason = last.removeprefix(_REJECTED_PREFIX).split(". Call GraderResponse")[0]
+            msg = (
+                f"the grader did not produce a valid GraderResponse after {self.limit} "
+                f"corrections; the last rejection: {reason}"
+            )
+            raise GraderOutputError(msg)
+
+    def before_model(self, state: Any, runtime: Any) -> None:
+        self._check(state["messages"])
+
+    async def abefore_model(self, state: Any, runtime: Any) -> None:
+        self._check(state["messages"])
 
 
 def http_status(exc: BaseException) -> int | None:
@@ -421,7 +512,7 @@ def align_criteria(
 
 def _structured_error(exc: Exception) -> str:
     return (
-        f"Your GraderResponse was rejected: {exc}. Call GraderResponse again with a "
+        f"{_REJECTED_PREFIX}{exc}. Call GraderResponse again with a "
         "corrected verdict: one entry per checklist item, a gap on every failing item, "
         "and a result consistent with the items."
     )
@@ -460,6 +551,7 @@ class Grader:
                 tools=self._tools,
                 system_prompt=self._system_prompt,
                 response_format=ToolStrategy(GraderResponse, handle_errors=_structured_error),
+                middleware=[_CorrectionLimit(_MAX_CORRECTIONS)],
                 name=RUBRIC_GRADER_MESSAGE_SOURCE,
             )
         return self._agent
@@ -483,11 +575,7 @@ class Grader:
         return {"messages": [HumanMessage(payload)]}
 
     @staticmethod
-    def _account(usage: _Usage, result: dict[str, Any]) -> GraderResponse:
-        for message in result.get("messages", []):
-            if isinstance(message, AIMessage) and message.usage_metadata:
-                usage.input_tokens += int(message.usage_metadata.get("input_tokens", 0) or 0)
-                usage.output_tokens += int(message.usage_metadata.get("output_tokens", 0) or 0)
+    def _verdict(result: dict[str, Any]) -> GraderResponse:
         response = result.get("structured_response")
         if isinstance(response, dict):
             response = GraderResponse.model_validate(response)
@@ -614,7 +702,9 @@ class Grader:
         while True:
             usage.attempts += 1
             try:
-                return self._account(usage, self.agent.invoke(grader_input, self._config()))
+                with _counting_tokens(usage):
+                    result = self.agent.invoke(grader_input, self._config())
+                return self._verdict(result)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
@@ -644,8 +734,9 @@ class Grader:
         while True:
             usage.attempts += 1
             try:
-                result = await self.agent.ainvoke(grader_input, self._config())
-                return self._account(usage, result)
+                with _counting_tokens(usage):
+                    result = await self.agent.ainvoke(grader_input, self._config())
+                return self._verdict(result)
             except GraphBubbleUp:
                 raise
             except Exception as exc:

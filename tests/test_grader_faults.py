@@ -232,7 +232,12 @@ def test_a_grader_that_never_answers_validly_is_a_grader_error():
     with FaultServer([("ok", "{not json")] * 60) as server:
         result, evaluations, _ = run_loop(server)
     assert result["_rubric_status"] == "grader_error"
-    assert "did not produce a valid GraderResponse" in evaluations[0]["explanation"]
+    assert (
+        "did not produce a valid GraderResponse after 3 corrections"
+        in (evaluations[0]["explanation"])
+    )
+    assert len(server.requests) == 4
+    assert evaluations[0]["grader_input_tokens"] == 4 * 120
 
 
 def test_verdict_missing_criteria_is_retried_once_then_trusted_only_for_what_it_covers():

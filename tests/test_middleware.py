@@ -201,7 +201,19 @@ def test_a_grader_that_keeps_contradicting_itself_is_a_grader_error():
     )
     result = agent.invoke(ask())
     assert result["_rubric_status"] == "grader_error"
-    assert "GraderResponse" in result["_rubric_evaluations"][0]["explanation"]
+    evaluation = result["_rubric_evaluations"][0]
+    assert evaluation["explanation"].startswith(
+        "GraderOutputError: the grader did not produce a valid GraderResponse after 3 "
+        "corrections; the last rejection: "
+    )
+    assert (
+        "result is 'satisfied' but these criteria failed: cites a source"
+        in (evaluation["explanation"])
+    )
+    # one answer and three corrections, then the pass ends instead of burning the step budget
+    assert len(grader.calls) == 4
+    # the tokens of the failed calls are still counted
+    assert evaluation["grader_input_tokens"] > 0 and evaluation["grader_output_tokens"] > 0
 
 
 def test_verdict_skipping_criteria_is_retried_once_with_a_correction():
