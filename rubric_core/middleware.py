@@ -8,6 +8,7 @@ import inspect
 import logging
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
@@ -19,7 +20,14 @@ from langchain.agents.middleware.types import (
 from langchain_core.messages import HumanMessage
 from langgraph.errors import GraphBubbleUp
 
-from rubric_core.grader import Grader, RetryPolicy, _Usage, describe_exception, final_answer
+from rubric_core.grader import (
+    Grader,
+    GraderOutcome,
+    RetryPolicy,
+    _Usage,
+    describe_exception,
+    final_answer,
+)
 from rubric_core.rubric import validate_rubric
 from rubric_core.schema import (
     RUBRIC_GRADER_MESSAGE_SOURCE,
@@ -71,6 +79,18 @@ class RubricState(AgentState):
 
     _active_rubric: NotRequired[Annotated[str, OmitFromInput]]
     """The rubric that started the current attempt."""
+
+
+@dataclass
+class _Pass:
+    """One grading pass in progress."""
+
+    rubric: str
+    criteria: list[str]
+    run_id: str
+    iteration: int
+    started: float = field(default_factory=time.time)
+    usage: _Usage = field(default_factory=_Usage)
 
 
 def _check_max_iterations(value: object) -> int:
@@ -237,54 +257,41 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     @hook_config(can_jump_to=["model"])
     def after_agent(self, state: RubricState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Grade the finished turn; loop back to the model on `needs_revision`."""
-        pending = self._pending_pass(state, runtime)
-        if pending is None:
+        graded = self._pending_pass(state, runtime)
+        if graded is None:
             return None
-        rubric, criteria, run_id, iteration, started = pending
-        usage = _Usage()
         try:
-            outcome = self.grader.grade(rubric, criteria, state["messages"], iteration, usage)
+            outcome: GraderOutcome | Exception = self.grader.grade(
+                graded.rubric, graded.criteria, state["messages"], graded.iteration, graded.usage
+            )
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            evaluation = self._error_evaluation(state, run_id, iteration, started, usage, exc)
-        else:
-            evaluation = self._evaluation(state, run_id, iteration, started, usage, outcome)
-        self._emit_end(runtime, evaluation)
-        callback_result = self._call_back(evaluation)
-        if inspect.isawaitable(callback_result):
-            self._guard(_run_coroutine_blocking, callback_result)
+            outcome = exc
+        evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
+        if pending_callback is not None:
+            self._guard(_run_coroutine_blocking, pending_callback)
         return self._update(evaluation)
 
     @hook_config(can_jump_to=["model"])
     async def aafter_agent(
         self, state: RubricState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """Async twin of `after_agent`."""
-        pending = self._pending_pass(state, runtime)
-        if pending is None:
+        """Async twin of `after_agent`; only the grader call and the callback are awaited."""
+        graded = self._pending_pass(state, runtime)
+        if graded is None:
             return None
-        rubric, criteria, run_id, iteration, started = pending
-        usage = _Usage()
         try:
-            outcome = await self.grader.agrade(
-                rubric, criteria, state["messages"], iteration, usage
+            outcome: GraderOutcome | Exception = await self.grader.agrade(
+                graded.rubric, graded.criteria, state["messages"], graded.iteration, graded.usage
             )
         except GraphBubbleUp:
             raise
         except Exception as exc:
-            evaluation = self._error_evaluation(state, run_id, iteration, started, usage, exc)
-        else:
-            evaluation = self._evaluation(state, run_id, iteration, started, usage, outcome)
-        self._emit_end(runtime, evaluation)
-        callback_result = self._call_back(evaluation)
-        if inspect.isawaitable(callback_result):
-            try:
-                await callback_result
-            except GraphBubbleUp:
-                raise
-            except Exception:
-                logger.exception("on_evaluation callback raised; the loop goes on")
+            outcome = exc
+        evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
+        if pending_callback is not None:
+            await self._aguard(pending_callback)
         return self._update(evaluation)
 
     # -- shared logic ------------------------------------------------------------------
@@ -308,20 +315,25 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             "_rubric_status": None,
         }
 
-    def _pending_pass(
-        self, state: RubricState, runtime: Runtime[Any]
-    ) -> tuple[str, list[str], str, int, float] | None:
+    def _pending_pass(self, state: RubricState, runtime: Runtime[Any]) -> _Pass | None:
         rubric = state.get("rubric")
         if rubric is None or rubric == "":
             return None
-        criteria = validate_rubric(rubric)
-        run_id = state.get("_current_grading_run_id") or str(uuid.uuid4())
-        iteration = state.get("_rubric_iterations") or 0
+        graded = _Pass(
+            rubric=rubric,
+            criteria=validate_rubric(rubric),
+            run_id=state.get("_current_grading_run_id") or str(uuid.uuid4()),
+            iteration=state.get("_rubric_iterations") or 0,
+        )
         self._emit(
             runtime,
-            {"type": "rubric_evaluation_start", "grading_run_id": run_id, "iteration": iteration},
+            {
+                "type": "rubric_evaluation_start",
+                "grading_run_id": graded.run_id,
+                "iteration": graded.iteration,
+            },
         )
-        return rubric, criteria, run_id, iteration, time.time()
+        return graded
 
     def _status_after(self, result: str, iteration: int) -> RubricStatus:
         if result == "needs_revision" and iteration + 1 >= self.max_iterations:
@@ -329,55 +341,44 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             return "max_iterations_reached"
         return result  # type: ignore[return-value]
 
-    def _evaluation(
+    def _conclude(
         self,
         state: RubricState,
-        run_id: str,
-        iteration: int,
-        started: float,
-        usage: _Usage,
-        outcome: Any,
-    ) -> RubricEvaluation:
-        result = outcome.response.result
-        return {
-            "grading_run_id": run_id,
-            "iteration": iteration,
-            "result": result,
-            "status": self._status_after(result, iteration),
-            "explanation": outcome.explanation,
-            "criteria": outcome.criteria,
-            "draft": final_answer(state["messages"]),
-            "started_at": started,
-            "duration_s": round(time.time() - started, 6),
-            "grader_attempts": usage.attempts,
-            "grader_input_tokens": usage.input_tokens,
-            "grader_output_tokens": usage.output_tokens,
-        }
+        runtime: Runtime[Any],
+        graded: _Pass,
+        outcome: GraderOutcome | Exception,
+    ) -> tuple[RubricEvaluation, Awaitable[Any] | None]:
+        """Build the pass's record, emit its end event and fire the callback.
 
-    @staticmethod
-    def _error_evaluation(
-        state: RubricState,
-        run_id: str,
-        iteration: int,
-        started: float,
-        usage: _Usage,
-        exc: Exception,
-    ) -> RubricEvaluation:
-        logger.warning("grader failed on pass %d: %s", iteration, describe_exception(exc))
-        return {
-            "grading_run_id": run_id,
-            "iteration": iteration,
-            "result": "grader_error",
-            "status": "grader_error",
-            "explanation": describe_exception(exc),
-            "criteria": [],
+        Returns the record and, for an async callback, the awaitable still to run.
+        """
+        if isinstance(outcome, Exception):
+            logger.warning(
+                "grader failed on pass %d: %s", graded.iteration, describe_exception(outcome)
+            )
+            result, status = "grader_error", "grader_error"
+            explanation, criteria = describe_exception(outcome), []
+        else:
+            result = outcome.response.result
+            status = self._status_after(result, graded.iteration)
+            explanation, criteria = outcome.explanation, outcome.criteria
+        evaluation: RubricEvaluation = {
+            "grading_run_id": graded.run_id,
+            "iteration": graded.iteration,
+            "result": result,
+            "status": status,
+            "explanation": explanation,
+            "criteria": criteria,
             "draft": final_answer(state["messages"]),
-            "started_at": started,
-            "duration_s": round(time.time() - started, 6),
-            "grader_attempts": usage.attempts,
-            "grader_input_tokens": usage.input_tokens,
-            "grader_output_tokens": usage.output_tokens,
+            "started_at": graded.started,
+            "duration_s": round(time.time() - graded.started, 6),
+            "grader_attempts": graded.usage.attempts,
+            "grader_input_tokens": graded.usage.input_tokens,
+            "grader_output_tokens": graded.usage.output_tokens,
         }
+        self._emit_end(runtime, evaluation)
+        callback_result = self._call_back(evaluation)
+        return evaluation, callback_result if inspect.isawaitable(callback_result) else None
 
     @staticmethod
     def _update(evaluation: RubricEvaluation) -> dict[str, Any]:
@@ -400,6 +401,15 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         except Exception:
             logger.exception("on_evaluation callback raised; the loop goes on")
             return None
+
+    @staticmethod
+    async def _aguard(awaitable: Awaitable[Any]) -> None:
+        try:
+            await awaitable
+        except GraphBubbleUp:
+            raise
+        except Exception:
+            logger.exception("on_evaluation callback raised; the loop goes on")
 
     def _call_back(self, evaluation: RubricEvaluation) -> Any:
         if self.on_evaluation is None:
