@@ -201,3 +201,36 @@ def test_root_host_never_falls_back_to_running_code_as_root(monkeypatch):
         assert "refusing to run untrusted code as root" in result.text
     else:
         assert result.text == "PASSED: 1 passed"
+
+
+def test_interpreter_living_under_tmp_stays_reachable():
+    """CI checkouts (and their venvs) may live under /tmp, which the sandbox replaces."""
+    import shutil
+    import subprocess
+    import sysconfig
+    import tempfile
+    import venv
+
+    # world-readable like a checkout, unlike pytest's own 0700 tmp_path
+    holder = Path(tempfile.mkdtemp(prefix="rubric-ci-like-", dir="/tmp"))
+    holder.chmod(0o755)
+    env_dir = holder / "venv"
+    venv.create(env_dir, with_pip=False)
+    site = next((env_dir / "lib").glob("python3*/site-packages"))
+    # the new venv sees this environment's packages (pytest, langchain) through a .pth file
+    (site / "outer.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    script = (
+        "from rubric_core.tools.test_runner import run_pytest\n"
+        "print(run_pytest('def add(a, b):\\n    return a + b\\n',"
+        " 'def test_add():\\n    assert add(2, 3) == 5\\n').text)\n"
+    )
+    completed = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+        check=False,
+    )
+    shutil.rmtree(holder, ignore_errors=True)
+    assert completed.stdout.startswith("PASSED: 1 passed"), completed.stdout + completed.stderr

@@ -69,14 +69,15 @@ try:
                     mount("/proc/self/fd/%d" % fd, target, None, 4096 | 16384, None)  # MS_BIND | MS_REC
                     os.close(fd)
                 notes.append("hid " + blocked + " except " + ", ".join(children))
-            keep = cfg["sandbox_root"]
             for shared in cfg["private_tmp"]:
                 if not os.path.isdir(shared) or os.path.islink(shared):
                     continue
-                inside = keep.startswith(shared.rstrip("/") + "/")
-                fd = os.open(keep, os.O_PATH | os.O_DIRECTORY) if inside else None
+                # the sandbox's own directory, and the interpreter if it lives in a temp dir
+                # (a venv under /tmp), are bound back into the fresh tmpfs
+                inside = [k for k in cfg["keep"] if k.startswith(shared.rstrip("/") + "/")]
+                fds = {k: os.open(k, os.O_PATH | os.O_DIRECTORY) for k in inside}
                 mount("tmpfs", shared, "tmpfs", 2 | 4, "mode=1777,size=64m")
-                if fd is not None:
+                for keep, fd in fds.items():
                     os.makedirs(keep, 0o755)
                     mount("/proc/self/fd/%d" % fd, keep, None, 4096 | 16384, None)
                     os.close(fd)
@@ -299,6 +300,22 @@ def _reveal_plan(paths: list[str]) -> tuple[dict[str, list[str]], list[str]]:
     return {key: sorted(value) for key, value in reveal.items()}, unfixable
 
 
+_PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def _kept_in_private_tmp(sandbox_root: str) -> list[str]:
+    """Directories that must stay visible once the temp dirs are replaced: the sandbox's
+    own, and the interpreter's when it lives in one (say, a CI venv under /tmp)."""
+    candidates = sorted({sandbox_root, *(os.path.realpath(p) for p in _needed_paths())})
+    under_tmp = [
+        p
+        for p in candidates
+        if any(p.startswith(t + "/") for t in _PRIVATE_TMP) and os.path.isdir(p)
+    ]
+    # a directory inside another kept one comes along with it
+    return [p for p in under_tmp if not any(p.startswith(q + "/") for q in under_tmp if q != p)]
+
+
 def _needed_paths() -> list[str]:
     """The interpreter, its standard library and the environment's site-packages."""
     paths = {os.path.realpath(sys.executable), sys.prefix, sys.base_prefix}
@@ -503,8 +520,8 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
             "namespaces": is_root and not os.environ.get("RUBRIC_SANDBOX_NO_NAMESPACES"),
             "clone_flags": _CLONE_NEWNET | _CLONE_NEWNS,
             "reveal": reveal,
-            "sandbox_root": str(root.resolve()),
-            "private_tmp": ["/tmp", "/var/tmp", "/dev/shm"],
+            "keep": _kept_in_private_tmp(str(root.resolve())),
+            "private_tmp": list(_PRIVATE_TMP),
             "rlimits": rlimits,
             "uid": uid,
             "gid": uid,
