@@ -457,6 +457,22 @@ def test_keyboard_interrupt_propagates_and_the_thread_resumes_the_same_run():
     assert len(agent_model.calls) == 2  # resuming re-ran the grader, not the agent
 
 
+def test_keyboard_interrupt_propagates_out_of_stream_events():
+    agent, _, _, evaluations = agent_with(
+        [needs_revision(), *[_interrupting_grader()] * 2], checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "t4-stream"}}
+    run = agent.stream_events(ask(), config, version="v3", transformers=[CustomTransformer])
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        seen.extend(run.custom)
+    assert [e["type"] for e in seen][-1] == "rubric_evaluation_start"
+    resumed = agent.stream_events(None, config, version="v3", transformers=[CustomTransformer])
+    ends = [e for e in resumed.custom if e["type"] == "rubric_evaluation_end"]
+    assert [(e["iteration"], e["result"]) for e in ends] == [(1, "satisfied")]
+    assert [e["iteration"] for e in evaluations] == [0, 1]
+
+
 def test_resume_with_the_same_rubric_continues_the_in_flight_run():
     agent, _, _, evaluations = agent_with(
         [needs_revision(), *[_interrupting_grader()] * 2],
