@@ -317,12 +317,23 @@ def _kept_in_private_tmp(sandbox_root: str) -> list[str]:
 
 
 def _needed_paths() -> list[str]:
-    """The interpreter, its standard library and the environment's site-packages."""
+    """The interpreter, its standard library, the environment's site-packages and the
+    directories its `.pth` files add (the sandboxed interpreter reads them too)."""
     paths = {os.path.realpath(sys.executable), sys.prefix, sys.base_prefix}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         path = sysconfig.get_paths().get(key)
         if path and os.path.isdir(path):
             paths.add(path)
+    for site_dir in {sysconfig.get_paths().get("purelib"), sysconfig.get_paths().get("platlib")}:
+        for pth in Path(site_dir or "/nonexistent").glob("*.pth"):
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                entry = line.strip()
+                if entry.startswith("/") and os.path.isdir(entry):
+                    paths.add(entry)
     return sorted(paths)
 
 
