@@ -217,11 +217,15 @@ class _CorrectionLimit(AgentMiddleware):
             )
             raise GraderOutputError(msg)
 
-    def before_model(self, state: Any, runtime: Any) -> None:
-        self._check(state["messages"])
+    # Checked around the model call rather than in a before_model hook: a hook is a graph
+    # node of its own, and every node of the grader adds checkpoints to the caller's thread.
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        self._check(request.messages)
+        return handler(request)
 
-    async def abefore_model(self, state: Any, runtime: Any) -> None:
-        self._check(state["messages"])
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        self._check(request.messages)
+        return await handler(request)
 
 
 def http_status(exc: BaseException) -> int | None:
