@@ -201,6 +201,30 @@ def model_picker(
     return model_choice("base_url", base_url=url, base_url_model=name)
 
 
+def agent_and_grader_pickers(
+    *, key: str, scenarios: list[dict], default_scenario: str
+) -> tuple[tuple[str, str | None] | None, tuple[str, str | None] | None, list[str]]:
+    """Agent and grader model choosers side by side, as the Run and Batch pages show them.
+
+    Returns `(agent_choice, grader_choice, errors)`; a choice is `None` when its fields are
+    malformed, and `errors` says why, for the page to show in place.
+    """
+    choices: list[tuple[str, str | None] | None] = []
+    errors: list[str] = []
+    for role, column in zip(("agent", "grader"), st.columns(2, gap="large"), strict=True):
+        with column:
+            try:
+                choices.append(
+                    model_picker(
+                        role, key=key, scenarios=scenarios, default_scenario=default_scenario
+                    )
+                )
+            except InputError as exc:
+                choices.append(None)
+                errors.append(f"{role.capitalize()} model: {exc}")
+    return choices[0], choices[1], errors
+
+
 def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
     """The filters shared by Runs and Export; `None` after showing what is wrong with them."""
     rubrics = store.list_rubrics()

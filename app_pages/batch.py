@@ -29,8 +29,8 @@ from rubric_core.runner import (
 from rubric_core.tools import TOOL_NAMES
 from studio_ui import (
     STORE_ERRORS,
+    agent_and_grader_pickers,
     get_store,
-    model_picker,
     rubric_version_picker,
     run_registry,
     show_store_error,
@@ -65,24 +65,9 @@ version = rubric_version_picker(store, key="batch")
 if version is None:
     st.stop()
 
-agent_col, grader_col = st.columns(2, gap="large")
-errors: list[str] = []
-with agent_col:
-    try:
-        agent_choice = model_picker(
-            "agent", key="batch", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
-        )
-    except InputError as exc:
-        agent_choice = None
-        errors.append(f"Agent model: {exc}")
-with grader_col:
-    try:
-        grader_choice = model_picker(
-            "grader", key="batch", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
-        )
-    except InputError as exc:
-        grader_choice = None
-        errors.append(f"Grader model: {exc}")
+agent_choice, grader_choice, errors = agent_and_grader_pickers(
+    key="batch", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+)
 
 st.session_state.setdefault("batch_max_iterations", 3)
 st.session_state.setdefault("batch_concurrency", 4)

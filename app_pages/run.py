@@ -16,8 +16,8 @@ from rubric_core.runner import AGENT_KINDS, MAX_ITERATIONS_LIMIT, RunSpec, SpecE
 from rubric_core.tools import TOOL_NAMES
 from studio_ui import (
     STORE_ERRORS,
+    agent_and_grader_pickers,
     get_store,
-    model_picker,
     render_passes,
     render_run_overview,
     rubric_version_picker,
@@ -90,24 +90,9 @@ with st.expander(f"{len(version['criteria'])} criteria of {version['name']} v{ve
 
 text = st.text_area("Input (the request to the agent)", key="run_input", height=120)
 
-agent_col, grader_col = st.columns(2, gap="large")
-errors: list[str] = []
-with agent_col:
-    try:
-        agent_choice = model_picker(
-            "agent", key="run", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
-        )
-    except InputError as exc:
-        agent_choice = None
-        errors.append(f"Agent model: {exc}")
-with grader_col:
-    try:
-        grader_choice = model_picker(
-            "grader", key="run", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
-        )
-    except InputError as exc:
-        grader_choice = None
-        errors.append(f"Grader model: {exc}")
+agent_choice, grader_choice, errors = agent_and_grader_pickers(
+    key="run", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+)
 
 for choice in (agent_choice, grader_choice):
     mismatch = replay_scenario_mismatch(choice[0] if choice else "", scenarios, version["criteria"])

@@ -17,18 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, STATUS_DESCRIPTIONS
-
-RUN_STATUSES: tuple[str, ...] = (
-    "running",
-    "satisfied",
-    "needs_revision",
-    "failed",
-    "grader_error",
-    "max_iterations_reached",
-    "interrupted",
-    "error",
-)
-"""Every status a stored run can have, in the order filters list them."""
+from rubric_core.store import RUN_STATUSES  # every status a stored run can have, filter order
 
 RUN_STATUS_DESCRIPTIONS: dict[str, str] = {
     **STATUS_DESCRIPTIONS,

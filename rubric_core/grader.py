@@ -689,8 +689,18 @@ class Grader:
                 verdicts, missing = self._check(criteria, response)
         return self._finish(response, verdicts, missing, usage)
 
-    def _should_retry(self, exc: Exception, attempt: int) -> bool:
-        return attempt + 1 < self._retry.attempts and is_transient(exc)
+    def _backoff(self, exc: Exception, attempt: int) -> float | None:
+        """Seconds to wait before retrying a failed grader call, or `None` to give up."""
+        if attempt + 1 >= self._retry.attempts or not is_transient(exc):
+            return None
+        delay = self._retry.delay(attempt, exc)
+        logger.warning(
+            "transient grader failure (%s); retry %d in %.2fs",
+            describe_exception(exc),
+            attempt + 1,
+            delay,
+        )
+        return delay
 
     def _call(
         self,
@@ -712,15 +722,9 @@ class Grader:
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                if not self._should_retry(exc, attempt):
+                delay = self._backoff(exc, attempt)
+                if delay is None:
                     raise
-                delay = self._retry.delay(attempt, exc)
-                logger.warning(
-                    "transient grader failure (%s); retry %d in %.2fs",
-                    describe_exception(exc),
-                    attempt + 1,
-                    delay,
-                )
                 time.sleep(delay)
                 attempt += 1
 
@@ -744,14 +748,8 @@ class Grader:
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                if not self._should_retry(exc, attempt):
+                delay = self._backoff(exc, attempt)
+                if delay is None:
                     raise
-                delay = self._retry.delay(attempt, exc)
-                logger.warning(
-                    "transient grader failure (%s); retry %d in %.2fs",
-                    describe_exception(exc),
-                    attempt + 1,
-                    delay,
-                )
                 await asyncio.sleep(delay)
                 attempt += 1

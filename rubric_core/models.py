@@ -324,16 +324,9 @@ def _verdict_from_tool(spec: dict[str, Any]) -> Callable[..., AIMessage]:
             "explanation_pass" if satisfied else "explanation_fail",
             "Every criterion passed." if satisfied else "Some criteria failed; see the gaps.",
         )
-        return AIMessage(
-            content="",
-            tool_calls=[
-                {
-                    "name": "GraderResponse",
-                    "args": {"criteria": criteria, "explanation": explanation, "result": result},
-                    "id": f"call_{os.urandom(5).hex()}",
-                    "type": "tool_call",
-                }
-            ],
+        return tool_call_turn(
+            "GraderResponse",
+            {"criteria": criteria, "explanation": explanation, "result": result},
         )
 
     return build

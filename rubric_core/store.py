@@ -932,6 +932,15 @@ class Store:
             raise StoreError(msg)
         return run_id
 
+    def _known_run(self, run_id: object) -> int:
+        """`_require_run` for readers: through `_query`, so closed or vanished files are
+        reported the way every read reports them."""
+        run_id = _require_int(run_id, "run_id")
+        if self._query_one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
+            msg = f"unknown run id {run_id}"
+            raise StoreError(msg)
+        return run_id
+
     # --- rubrics ------------------------------------------------------------------------
 
     def save_rubric_version(
@@ -1453,10 +1462,7 @@ class Store:
         Raises:
             StoreError: No run has that id.
         """
-        run_id = _require_int(run_id, "run_id")
-        if self._query_one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
-            msg = f"unknown run id {run_id}"
-            raise StoreError(msg)
+        run_id = self._known_run(run_id)
         evaluations = self._query(
             "SELECT id, run_id, grading_run_id, iteration, result, status, explanation, draft, "
             "started_at, duration_s, grader_attempts, grader_input_tokens, grader_output_tokens "
@@ -1486,10 +1492,7 @@ class Store:
         Raises:
             StoreError: No run has that id.
         """
-        run_id = _require_int(run_id, "run_id")
-        if self._query_one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
-            msg = f"unknown run id {run_id}"
-            raise StoreError(msg)
+        run_id = self._known_run(run_id)
         rows = self._query(
             "SELECT position, role, name, content, is_grader, tool_calls, tool_call_id "
             "FROM transcript_messages WHERE run_id = ? ORDER BY position",
