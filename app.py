@@ -6,8 +6,9 @@ import os
 
 import streamlit as st
 
-from rubric_core.dashboard import BASE_URL_ENV, models_mode
 from rubric_core.models import api_key_status
+from rubric_core.schema import BASE_URL_ENV
+from rubric_core.ui import models_mode
 from studio_ui import db_path, get_store, run_registry, store_guard
 
 st.set_page_config(page_title="Rubric Studio", page_icon="⚖️", layout="wide")

@@ -1,4 +1,4 @@
-"""Streamlit glue shared by app.py and pages/: the store handle, the run registry, error display."""
+"""Streamlit glue shared by app.py and app_pages/: the store handle, the run registry, error display."""
 
 from __future__ import annotations
 
@@ -10,32 +10,33 @@ from pathlib import Path
 
 import streamlit as st
 
-from rubric_core.charts import find_regressions, heatmap_figure, timeline_figure
-from rubric_core.dashboard import (
+from rubric_core.runs.background import RunRegistry
+from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, RUN_STATUSES
+from rubric_core.store import RunFilters, Store, StoreError, default_db_path
+from rubric_core.ui import (
     ANY,
-    BASE_URL_ENV,
-    MODEL_ENV,
     MODEL_SOURCES,
-    RUN_STATUSES,
     InputError,
-    RunFilters,
-    RunRegistry,
+    find_regressions,
+    heatmap_figure,
     known_models,
     md_escape,
     model_choice,
     one_line,
     parse_run_filters,
     pass_details,
+    pass_label,
+    rubric_label,
     run_seconds,
     run_spec_rows,
     status_badge,
     status_level,
     status_meaning,
     store_error_message,
+    timeline_figure,
     transcript_items,
     version_label,
 )
-from rubric_core.store import Store, StoreError, default_db_path
 
 STORE_ERRORS: tuple[type[BaseException], ...] = (StoreError, sqlite3.Error)
 """What a page catches around store calls; shown with `show_store_error`, never as a traceback."""
@@ -76,7 +77,7 @@ def cached_pass_rates(path: str, filters: RunFilters, version: tuple[int, int]) 
     new pass or run and filter choice, then served from the cache.
     """
     del version  # part of the cache key only
-    return _open_store(path).criterion_pass_rates(**filters.as_kwargs())
+    return _open_store(path).criterion_pass_rates(filters=filters)
 
 
 def reopen_store() -> None:
@@ -282,7 +283,7 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
     right.plotly_chart(heatmap_figure(evaluations, criteria), key=f"{key}_heatmap")
     for name, from_pass, to_pass in regressions:
         st.warning(
-            f"Regression: passed in Pass {from_pass + 1}, failed in Pass {to_pass + 1}: "
+            f"Regression: passed in {pass_label(from_pass)}, failed in {pass_label(to_pass)}: "
             f"{md_escape(one_line(name, 120))}",
             icon="↩️",
         )
@@ -337,7 +338,7 @@ def render_run_detail(store: Store, run_id: int, *, key: str) -> None:
     """A stored run's page: overview, passes, transcript, final output and its spec."""
     run = store.get_run(run_id)
     evaluations = store.run_evaluations(run_id)
-    st.subheader(f"Run #{run_id} · {run.get('rubric', '')} v{run.get('rubric_version', '?')}")
+    st.subheader(f"Run #{run_id} · {rubric_label(run)}")
     render_run_overview(store, run, evaluations, key=key)
     passes, transcript, output, spec = st.tabs(["Passes", "Transcript", "Final output", "Spec"])
     with passes:

@@ -4,29 +4,30 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.charts import iterations_histogram, pass_rate_figure
-from rubric_core.dashboard import (
-    InputError,
-    batch_progress,
-    combine_models,
-    expand_counts,
-    load_uploaded_dataset,
-    one_line,
-    progress,
-    spec_error_hint,
-    start_batch,
-    status_badge,
-)
 from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
-from rubric_core.runner import (
-    MAX_CONCURRENCY,
-    MAX_ITERATIONS_LIMIT,
+from rubric_core.runs import (
+    DatasetError,
     RunSpec,
     SpecError,
+    batch_progress,
     format_rate,
+    load_upload,
+    start_batch,
     summary_for_batch,
 )
+from rubric_core.schema import DEFAULT_MAX_ITERATIONS, MAX_CONCURRENCY, MAX_ITERATIONS_LIMIT
 from rubric_core.tools import TOOL_NAMES
+from rubric_core.ui import (
+    InputError,
+    combine_models,
+    expand_counts,
+    iterations_histogram,
+    one_line,
+    pass_rate_figure,
+    progress,
+    spec_error_hint,
+    status_badge,
+)
 from studio_ui import (
     STORE_ERRORS,
     agent_and_grader_pickers,
@@ -52,8 +53,8 @@ upload = st.file_uploader("Dataset", type=["csv", "jsonl", "ndjson"], key="batch
 inputs: list[str] = []
 if upload is not None:
     try:
-        inputs = load_uploaded_dataset(upload.name, upload.getvalue())
-    except InputError as exc:
+        inputs = load_upload(upload.name, upload.getvalue())
+    except DatasetError as exc:
         st.error(f"Cannot use this dataset: {exc}")
     else:
         st.success(f"{len(inputs)} input(s) read from {upload.name}.")
@@ -69,7 +70,7 @@ agent_choice, grader_choice, errors = agent_and_grader_pickers(
     key="batch", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
 )
 
-st.session_state.setdefault("batch_max_iterations", 3)
+st.session_state.setdefault("batch_max_iterations", DEFAULT_MAX_ITERATIONS)
 st.session_state.setdefault("batch_concurrency", 4)
 c1, c2, c3 = st.columns([3, 1, 1])
 tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="batch_tools")

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.charts import draft_diff, flipped_criteria, heatmap_figure
-from rubric_core.dashboard import compare_runs_rows, final_verdict_rows, run_label, status_badge
+from rubric_core.ui import (
+    compare_runs_rows,
+    draft_diff,
+    final_verdict_rows,
+    flipped_criteria,
+    heatmap_figure,
+    pass_label,
+    run_label,
+    status_badge,
+)
 from studio_ui import get_store, rubric_criteria, show_plain, show_status
 
 RECENT_RUNS = 200
@@ -38,7 +46,7 @@ with passes_tab:
         options = list(range(len(evaluations)))
 
         def pass_name(index: int) -> str:
-            return f"Pass {index + 1} · {status_badge(evaluations[index].get('result'))}"
+            return f"{pass_label(index)} · {status_badge(evaluations[index].get('result'))}"
 
         col_a, col_b = st.columns(2)
         a = col_a.selectbox(
@@ -62,8 +70,8 @@ with passes_tab:
                 diff = draft_diff(
                     first.get("draft") or "",
                     second.get("draft") or "",
-                    label_a=f"Pass {a + 1}",
-                    label_b=f"Pass {b + 1}",
+                    label_a=pass_label(a),
+                    label_b=pass_label(b),
                 )
                 if diff:
                     st.code(diff, language="diff", wrap_lines=True)
@@ -85,7 +93,7 @@ with passes_tab:
                         )
                         st.caption(reason)
                         st.text(f"   → {item['gap']}")
-                st.subheader(f"Grader's feedback after Pass {a + 1}")
+                st.subheader(f"Grader's feedback after {pass_label(a)}")
                 st.text(first.get("explanation") or "(none)")
 
 with runs_tab:

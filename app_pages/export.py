@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.dashboard import export_bytes, export_file_name, preview_rows
 from rubric_core.export import DATASETS, EXPORT_COLUMNS
+from rubric_core.ui import export_bytes, export_file_name, preview_rows
 from studio_ui import get_store, run_filter_widgets
 
 PREVIEW_ROWS = 20
@@ -27,7 +27,7 @@ filters = run_filter_widgets(store, key="export")
 if filters is None:
     st.stop()
 
-matching = store.count_runs(**filters.as_kwargs())
+matching = store.count_runs(filters=filters)
 st.caption(
     f"{matching:,} run(s) match these filters. Columns: {', '.join(EXPORT_COLUMNS[dataset])}."
 )

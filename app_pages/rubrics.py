@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.dashboard import (
+from rubric_core.models import list_scenarios
+from rubric_core.rubric import RubricError, parse_rubric, tool_warnings, validate_rubric
+from rubric_core.ui import (
     RUBRIC_TEMPLATES,
     criteria_changes,
     format_timestamp,
@@ -13,8 +15,6 @@ from rubric_core.dashboard import (
     version_diff,
     version_label,
 )
-from rubric_core.models import list_scenarios
-from rubric_core.rubric import RubricError, parse_rubric, tool_warnings, validate_rubric
 from studio_ui import STORE_ERRORS, get_store, show_store_error
 
 NEW = "➕ New rubric"

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.dashboard import (
+from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.runs import RunSpec, SpecError, start_run
+from rubric_core.schema import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS_LIMIT
+from rubric_core.store import StoreError
+from rubric_core.tools import TOOL_NAMES
+from rubric_core.ui import (
     InputError,
     combine_models,
     replay_scenario_mismatch,
+    rubric_label,
     run_label,
     spec_error_hint,
 )
-from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
-from rubric_core.runner import AGENT_KINDS, MAX_ITERATIONS_LIMIT, RunSpec, SpecError, start_run
-from rubric_core.tools import TOOL_NAMES
 from studio_ui import (
     STORE_ERRORS,
     agent_and_grader_pickers,
@@ -50,7 +53,9 @@ def _use_scenario() -> None:
     st.session_state["run_rubric"] = name
     st.session_state["run_input"] = scenario["input"]
     st.session_state["run_tools"] = [t for t in scenario["grader_tools"] if t in TOOL_NAMES]
-    st.session_state["run_max_iterations"] = int(scenario.get("max_iterations") or 3)
+    st.session_state["run_max_iterations"] = int(
+        scenario.get("max_iterations") or DEFAULT_MAX_ITERATIONS
+    )
     st.session_state["run_agent_kind"] = scenario.get("agent_kind") or "basic"
     for role in ("agent", "grader"):
         st.session_state[f"run_{role}_source"] = "replay"
@@ -105,7 +110,7 @@ for choice in (agent_choice, grader_choice):
         )
         break
 
-st.session_state.setdefault("run_max_iterations", 3)
+st.session_state.setdefault("run_max_iterations", DEFAULT_MAX_ITERATIONS)
 c1, c2, c3 = st.columns([3, 1, 1])
 tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="run_tools")
 max_iterations = c2.number_input(
@@ -178,8 +183,8 @@ if len(active) > 1 or (active and watch not in active):
 
 try:
     running_now = store.get_run(watch)["status"] == "running"
-except STORE_ERRORS as exc:
-    if "unknown run id" not in str(exc):
+except StoreError as exc:
+    if exc.kind != "invalid":  # an unknown run id; any other fault is shown by the frame
         raise
     st.session_state.pop("run_watch", None)  # a run of another database (reopened or replaced)
     st.stop()
@@ -194,7 +199,7 @@ def live_view(run_id: int) -> None:
     except STORE_ERRORS as exc:
         show_store_error(exc)
         return
-    st.subheader(f"Run #{run_id} · {run['rubric']} v{run['rubric_version']}")
+    st.subheader(f"Run #{run_id} · {rubric_label(run)}")
     handle = registry.run(run_id)
     if run["status"] == "running":
         st.caption(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.charts import pass_rate_figure
-from rubric_core.dashboard import (
+from rubric_core.ui import (
     DEFAULT_PAGE_SIZE,
     data_version,
     page_caption,
     page_count,
     page_window,
+    pass_rate_figure,
     run_label,
     runs_table,
 )
@@ -23,7 +23,7 @@ filters = run_filter_widgets(store, key="runs")
 if filters is None:
     st.stop()
 
-total = store.count_runs(**filters.as_kwargs())
+total = store.count_runs(filters=filters)
 pages = page_count(total, DEFAULT_PAGE_SIZE)
 page_col, caption_col = st.columns([1, 4], vertical_alignment="bottom")
 # Keyed by the filters: new filters start again at page 1 (and never exceed the last page).
@@ -32,7 +32,7 @@ requested = page_col.number_input(
 )
 page, offset, limit = page_window(int(requested), total, DEFAULT_PAGE_SIZE)
 caption_col.caption(page_caption(page, total, DEFAULT_PAGE_SIZE))
-runs = store.list_runs(**filters.as_kwargs(), limit=limit, offset=offset)
+runs = store.list_runs(filters=filters, limit=limit, offset=offset)
 
 if not runs:
     st.info(

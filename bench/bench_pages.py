@@ -33,9 +33,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 from generate_store import generate  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from rubric_core.charts import heatmap_figure, pass_rate_figure, timeline_figure  # noqa: E402
-from rubric_core.dashboard import known_models, runs_table, transcript_items  # noqa: E402
 from rubric_core.store import Store  # noqa: E402
+from rubric_core.ui import (  # noqa: E402
+    heatmap_figure,
+    known_models,
+    pass_rate_figure,
+    runs_table,
+    timeline_figure,
+    transcript_items,
+)
 
 APP = ROOT / "app.py"
 RESULTS = ROOT / "bench" / "results" / "pages.md"

@@ -233,13 +233,14 @@ def _writes(tmp: Path, threads: int, per_thread: int, trial: int = 0) -> tuple[f
                 )
 
         batches: list[int] = []
-        run_batch = store._run_batch
+        writer = store._backend.connections
+        run_batch = writer._run_batch
 
         def counting(db: Any, jobs: list) -> None:
             batches.append(len(jobs))
             run_batch(db, jobs)
 
-        store._run_batch = counting  # type: ignore[method-assign]
+        writer._run_batch = counting  # type: ignore[method-assign]
         workers = [threading.Thread(target=work, args=(r,)) for r in run_ids]
         began = time.perf_counter()
         for worker in workers:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -11,7 +12,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from rubric_core.store import StoreError
+from rubric_core.store import RunFilters, StoreInputError
 
 if TYPE_CHECKING:
     from rubric_core.store import Store
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DATASETS",
     "EXPORT_COLUMNS",
-    "FILTER_NAMES",
     "FORMATS",
     "ExportError",
     "csv_chunks",
@@ -40,17 +40,7 @@ DATASETS: tuple[str, ...] = ("criteria", "runs")
 
 FORMATS: tuple[str, ...] = ("csv", "jsonl")
 
-FILTER_NAMES: tuple[str, ...] = (
-    "rubric",
-    "version_id",
-    "model",
-    "status",
-    "since",
-    "until",
-    "batch_id",
-)
-"""Filters accepted by every export; the same names and meaning as `Store.list_runs`."""
-
+_FILTER_NAMES = tuple(field.name for field in dataclasses.fields(RunFilters))
 _FETCH_ROWS = 1_000
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _FORMULA_CHARS = frozenset(_FORMULA_PREFIXES)
@@ -148,8 +138,8 @@ the pass began (ISO-8601 UTC). `runs.status` is the run's final status and
 """
 
 
-class ExportError(StoreError):
-    """An export asked for an unknown dataset, format or filter."""
+class ExportError(StoreInputError):
+    """An export asked for an unknown dataset, format or filter (a `StoreError` of kind `invalid`)."""
 
 
 def neutralise_cell(value: str) -> str:
@@ -167,14 +157,16 @@ def neutralise_cell(value: str) -> str:
     return "'" + value if value.startswith(_FORMULA_PREFIXES) else value
 
 
-def _check(dataset: str, filters: dict[str, Any]) -> None:
+def _check(dataset: str, filters: RunFilters | None, filter_args: dict[str, Any]) -> RunFilters:
+    """Validate the dataset and the filters; the filters as one `RunFilters`."""
     if dataset not in DATASETS:
         msg = f"unknown export dataset {dataset!r}; choose one of {', '.join(DATASETS)}"
         raise ExportError(msg)
-    unknown = sorted(set(filters) - set(FILTER_NAMES))
+    unknown = sorted(set(filter_args) - set(_FILTER_NAMES))
     if unknown:
-        msg = f"unknown export filter {', '.join(unknown)}; filters are {', '.join(FILTER_NAMES)}"
+        msg = f"unknown export filter {', '.join(unknown)}; filters are {', '.join(_FILTER_NAMES)}"
         raise ExportError(msg)
+    return RunFilters.from_args(filters, **filter_args)
 
 
 def _iso(value: float | None) -> str | None:
@@ -189,18 +181,17 @@ _TOOLS = EXPORT_COLUMNS["runs"].index("grader_tools")
 
 
 def _raw_batches(
-    store: Store, dataset: str, filters: dict[str, Any], size: int = _FETCH_ROWS
-) -> Generator[list[tuple], None, None]:
-    """Validate, then stream the dataset's rows as tuples, `size` per batch."""
-    _check(dataset, filters)
-    where, params = store.run_filter_sql(**filters)
+    store: Store, dataset: str, filters: RunFilters, size: int = _FETCH_ROWS
+) -> Generator[list[tuple[Any, ...]], None, None]:
+    """Stream the dataset's rows as tuples, `size` per batch (the query is built at once)."""
+    where, params = store.run_filter_sql(filters)
     sql = (_CRITERIA_SELECT if dataset == "criteria" else _RUNS_SELECT).format(where=where)
     return _fetch(store, sql, params, max(1, size))
 
 
 def _fetch(
     store: Store, sql: str, params: list[Any], size: int
-) -> Generator[list[tuple], None, None]:
+) -> Generator[list[tuple[Any, ...]], None, None]:
     conn = store.connect_readonly()
     conn.row_factory = None
     try:
@@ -212,7 +203,11 @@ def _fetch(
 
 
 def iter_rows(
-    store: Store, dataset: Dataset | str = "criteria", **filters: Any
+    store: Store,
+    dataset: Dataset | str = "criteria",
+    *,
+    filters: RunFilters | None = None,
+    **filter_args: Any,
 ) -> Iterator[dict[str, Any]]:
     """Stream the rows of a dataset, oldest run first, from one server-side cursor.
 
@@ -223,21 +218,30 @@ def iter_rows(
     Args:
         store: The store to read.
         dataset: `criteria` or `runs` (see `EXPORT_COLUMNS`).
-        **filters: `rubric`, `version_id`, `model`, `status`, `since`, `until`,
-            `batch_id`, as in `Store.list_runs`.
+        filters: Which runs, as in `Store.list_runs`.
+        **filter_args: `RunFilters` fields (`rubric`, `version_id`, `model`, `status`,
+            `since`, `until`, `batch_id`), refining `filters`.
 
     Raises:
         ExportError: Unknown dataset or filter name.
         StoreError: A filter value is invalid.
 
     Examples:
-        >>> rows = iter_rows(store, "criteria", rubric="haiku")  # doctest: +SKIP
+        >>> import tempfile, pathlib
+        >>> from rubric_core.store import Store
+        >>> store = Store(pathlib.Path(tempfile.mkdtemp()) / "s.db")
+        >>> _ = store.save_rubric_version("haiku", "- 5/7/5 syllables")
+        >>> list(iter_rows(store, "criteria", rubric="haiku"))
+        []
+        >>> store.close()
     """
-    batches = _raw_batches(store, dataset, filters)
+    batches = _raw_batches(store, dataset, _check(dataset, filters, filter_args))
     return _dicts(batches, dataset)
 
 
-def _dicts(batches: Generator[list[tuple], None, None], dataset: str) -> Iterator[dict[str, Any]]:
+def _dicts(
+    batches: Generator[list[tuple[Any, ...]], None, None], dataset: str
+) -> Iterator[dict[str, Any]]:
     columns = EXPORT_COLUMNS[dataset]
     criteria = dataset == "criteria"
     try:
@@ -254,11 +258,11 @@ def _dicts(batches: Generator[list[tuple], None, None], dataset: str) -> Iterato
         batches.close()  # closes the read connection at once
 
 
-def _csv_cells(batch: list[tuple], criteria: bool) -> Iterator[list[Any]]:
+def _csv_cells(batch: list[tuple[Any, ...]], criteria: bool) -> Iterator[list[Any]]:
     formula = _FORMULA_CHARS
     for values in batch:
         # None is written as an empty cell by the csv module itself.
-        cells = [
+        cells: list[Any] = [
             "'" + value if value.__class__ is str and value[:1] in formula else value
             for value in values
         ]
@@ -269,7 +273,7 @@ def _csv_cells(batch: list[tuple], criteria: bool) -> Iterator[list[Any]]:
 
 
 def _csv_text(
-    batches: Generator[list[tuple], None, None],
+    batches: Generator[list[tuple[Any, ...]], None, None],
     dataset: str,
     *,
     bom: bool,
@@ -318,24 +322,32 @@ def csv_chunks(
     *,
     bom: bool = False,
     rows_per_chunk: int = 500,
-    **filters: Any,
+    filters: RunFilters | None = None,
+    **filter_args: Any,
 ) -> Iterator[bytes]:
     """A dataset as UTF-8 CSV, yielded in chunks of bytes (header first).
 
     Args:
         bom: Start with a UTF-8 byte order mark so Excel reads the encoding right.
         rows_per_chunk: Rows per yielded chunk.
+        filters: Which runs; `filter_args` refine them, as in `iter_rows`.
     """
-    batches = _raw_batches(store, dataset, filters, min(_FETCH_ROWS, rows_per_chunk))
+    chosen = _check(dataset, filters, filter_args)
+    batches = _raw_batches(store, dataset, chosen, min(_FETCH_ROWS, rows_per_chunk))
     for text in _csv_text(batches, dataset, bom=bom, rows_per_chunk=rows_per_chunk, counter=[0]):
         yield text.encode("utf-8")
 
 
 def jsonl_chunks(
-    store: Store, dataset: Dataset | str = "criteria", *, rows_per_chunk: int = 500, **filters: Any
+    store: Store,
+    dataset: Dataset | str = "criteria",
+    *,
+    rows_per_chunk: int = 500,
+    filters: RunFilters | None = None,
+    **filter_args: Any,
 ) -> Iterator[bytes]:
     """A dataset as JSON Lines (one object per row, UTF-8), yielded in chunks of bytes."""
-    rows = iter_rows(store, dataset, **filters)
+    rows = iter_rows(store, dataset, filters=filters, **filter_args)
     for text in _jsonl_text(rows, rows_per_chunk=rows_per_chunk, counter=[0]):
         yield text.encode("utf-8")
 
@@ -352,24 +364,30 @@ def write_csv(
     dataset: Dataset | str = "criteria",
     *,
     bom: bool = False,
-    **filters: Any,
+    filters: RunFilters | None = None,
+    **filter_args: Any,
 ) -> int:
     """Write a dataset as CSV to an open file (text opened with `newline=""`, or binary).
 
     Returns:
         The number of data rows written (the header not counted).
     """
-    batches = _raw_batches(store, dataset, filters)
+    batches = _raw_batches(store, dataset, _check(dataset, filters, filter_args))
     counter = [0]
     _write(fp, _csv_text(batches, dataset, bom=bom, rows_per_chunk=_FETCH_ROWS, counter=counter))
     return counter[0]
 
 
 def write_jsonl(
-    store: Store, fp: IO[Any], dataset: Dataset | str = "criteria", **filters: Any
+    store: Store,
+    fp: IO[Any],
+    dataset: Dataset | str = "criteria",
+    *,
+    filters: RunFilters | None = None,
+    **filter_args: Any,
 ) -> int:
     """Write a dataset as JSON Lines to an open file (text or binary); returns rows written."""
-    rows = iter_rows(store, dataset, **filters)
+    rows = iter_rows(store, dataset, filters=filters, **filter_args)
     counter = [0]
     _write(fp, _jsonl_text(rows, rows_per_chunk=500, counter=counter))
     return counter[0]
@@ -395,7 +413,8 @@ def export_file(
     fmt: Format | str | None = None,
     dataset: Dataset | str = "criteria",
     bom: bool = False,
-    **filters: Any,
+    filters: RunFilters | None = None,
+    **filter_args: Any,
 ) -> int:
     """Export a dataset to a file; the format follows the suffix unless `fmt` is given.
 
@@ -407,14 +426,14 @@ def export_file(
     """
     path = Path(path)
     fmt = _format_for(path, fmt)
-    _check(dataset, filters)
+    chosen = _check(dataset, filters, filter_args)
     partial = path.with_name(f".{path.name}.partial")
     try:
         with partial.open("w", encoding="utf-8", newline="") as fp:
             if fmt == "csv":
-                count = write_csv(store, fp, dataset, bom=bom, **filters)
+                count = write_csv(store, fp, dataset, bom=bom, filters=chosen)
             else:
-                count = write_jsonl(store, fp, dataset, **filters)
+                count = write_jsonl(store, fp, dataset, filters=chosen)
         partial.replace(path)
     finally:
         partial.unlink(missing_ok=True)
@@ -427,7 +446,8 @@ def open_export(
     dataset: Dataset | str = "criteria",
     *,
     bom: bool = False,
-    **filters: Any,
+    filters: RunFilters | None = None,
+    **filter_args: Any,
 ) -> IO[bytes]:
     """The export as a rewound binary file, spooled to disk past a few megabytes.
 
@@ -437,10 +457,11 @@ def open_export(
     if fmt not in FORMATS:
         msg = f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}"
         raise ExportError(msg)
+    chosen = _check(dataset, filters, filter_args)
     chunks = (
-        csv_chunks(store, dataset, bom=bom, **filters)
+        csv_chunks(store, dataset, bom=bom, filters=chosen)
         if fmt == "csv"
-        else jsonl_chunks(store, dataset, **filters)
+        else jsonl_chunks(store, dataset, filters=chosen)
     )
     spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)  # noqa: SIM115 - returned
     try:

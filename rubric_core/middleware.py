@@ -17,20 +17,14 @@ from langchain.agents.middleware.types import (
     OmitFromInput,
     hook_config,
 )
-from langchain_core.messages import HumanMessage
 from langgraph.errors import GraphBubbleUp
 
-from rubric_core.grader import (
-    Grader,
-    GraderOutcome,
-    RetryPolicy,
-    _Usage,
-    describe_exception,
-    final_answer,
-)
+from rubric_core.grader import Grader, GraderOutcome, GraderUsage, RetryPolicy, describe_exception
+from rubric_core.messages import final_answer, grader_feedback_message
 from rubric_core.rubric import validate_rubric
 from rubric_core.schema import (
-    RUBRIC_GRADER_MESSAGE_SOURCE,
+    DEFAULT_MAX_ITERATIONS,
+    MAX_ITERATIONS_LIMIT,
     TERMINAL_STATUSES,
     RubricEvaluation,
     RubricStatus,
@@ -40,12 +34,14 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import HumanMessage
     from langchain_core.tools import BaseTool
     from langgraph.runtime import Runtime
 
+    from rubric_core.schema import CriterionVerdict, EvaluationResult, GraderVerdict
+
 logger = logging.getLogger(__name__)
 
-_MAX_ITERATIONS_CAP = 20
 _DEFAULT_TRANSCRIPT_BUDGET = 48_000
 
 
@@ -90,15 +86,15 @@ class _Pass:
     run_id: str
     iteration: int
     started: float = field(default_factory=time.time)
-    usage: _Usage = field(default_factory=_Usage)
+    usage: GraderUsage = field(default_factory=GraderUsage)
 
 
 def _check_max_iterations(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"max_iterations must be an int between 1 and {_MAX_ITERATIONS_CAP}, got {value!r}"
+        msg = f"max_iterations must be an int between 1 and {MAX_ITERATIONS_LIMIT}, got {value!r}"
         raise TypeError(msg)
-    if not 1 <= value <= _MAX_ITERATIONS_CAP:
-        msg = f"max_iterations must be between 1 and {_MAX_ITERATIONS_CAP}, got {value}"
+    if not 1 <= value <= MAX_ITERATIONS_LIMIT:
+        msg = f"max_iterations must be between 1 and {MAX_ITERATIONS_LIMIT}, got {value}"
         raise ValueError(msg)
     return value
 
@@ -139,11 +135,7 @@ def revision_message(evaluation: RubricEvaluation) -> HumanMessage:
         "Revise your work to fix every failing criterion without breaking the passing ones, "
         "then give your complete final answer again.",
     ]
-    return HumanMessage(
-        content="\n".join(lines),
-        name=RUBRIC_GRADER_MESSAGE_SOURCE,
-        additional_kwargs={"lc_source": RUBRIC_GRADER_MESSAGE_SOURCE},
-    )
+    return grader_feedback_message("\n".join(lines))
 
 
 class RubricMiddleware(AgentMiddleware[RubricState, Any]):
@@ -201,7 +193,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         model: str | BaseChatModel,
         system_prompt: str | None = None,
         tools: Sequence[BaseTool] | None = None,
-        max_iterations: int = 3,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
         on_evaluation: Callable[[RubricEvaluation], Any] | None = None,
         retry_attempts: int = 3,
         retry_initial_delay_s: float = 1.0,
@@ -335,11 +327,11 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         )
         return graded
 
-    def _status_after(self, result: str, iteration: int) -> RubricStatus:
+    def _status_after(self, result: GraderVerdict, iteration: int) -> RubricStatus:
         if result == "needs_revision" and iteration + 1 >= self.max_iterations:
             logger.info("rubric not met after %d grading passes", self.max_iterations)
             return "max_iterations_reached"
-        return result  # type: ignore[return-value]
+        return result
 
     def _conclude(
         self,
@@ -352,6 +344,9 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
 
         Returns the record and, for an async callback, the awaitable still to run.
         """
+        result: EvaluationResult
+        status: RubricStatus
+        criteria: list[CriterionVerdict]
         if isinstance(outcome, Exception):
             logger.warning(
                 "grader failed on pass %d: %s", graded.iteration, describe_exception(outcome)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from rubric_core.errors import InputError
+
 MAX_RUBRIC_CHARS = 20_000
 """Longest rubric accepted. A checklist is read by a model on every pass; past this
 size it is almost certainly a pasted document, not a checklist."""
@@ -42,7 +44,7 @@ _TOOL_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-class RubricError(ValueError):
+class RubricError(InputError):
     """A rubric that cannot be used, with a message that says why."""
 
 

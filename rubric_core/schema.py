@@ -50,6 +50,65 @@ STATUS_DESCRIPTIONS: dict[str, str] = {
 }
 """One sentence per status, for READMEs, CLIs and dashboards."""
 
+RUBRIC_STATUSES: tuple[str, ...] = (
+    "satisfied",
+    "needs_revision",
+    "failed",
+    "grader_error",
+    "max_iterations_reached",
+)
+"""Every `RubricStatus`, in the order lists and filters show them."""
+
+EVALUATION_RESULTS: tuple[str, ...] = ("satisfied", "needs_revision", "failed", "grader_error")
+"""Every `EvaluationResult`: what one pass may conclude."""
+
+RUN_ONLY_STATUS_DESCRIPTIONS: dict[str, str] = {
+    "running": "The agent is working or the grader is judging; passes appear as they are graded.",
+    "interrupted": (
+        "The process running it stopped (the dashboard or CLI was closed, or Stop was pressed) "
+        "before a verdict; every pass graded until then is kept."
+    ),
+    "error": (
+        "The agent or its model raised before the loop could finish; the error is shown and "
+        "every pass graded until then is kept."
+    ),
+}
+"""Statuses a stored run may have that the loop itself never reports."""
+
+RUN_STATUSES: tuple[str, ...] = ("running", *RUBRIC_STATUSES, "interrupted", "error")
+"""Every status a stored run may have, in filter order."""
+
+RUN_STATUS_DESCRIPTIONS: dict[str, str] = {
+    status: STATUS_DESCRIPTIONS.get(status) or RUN_ONLY_STATUS_DESCRIPTIONS[status]
+    for status in RUN_STATUSES
+}
+"""One sentence per run status: the loop's statuses plus the run-only ones."""
+
+AgentKind = Literal["basic", "deep"]
+"""`basic` is `langchain.agents.create_agent`, `deep` is deepagents' `create_deep_agent`."""
+
+AGENT_KINDS: tuple[str, ...] = ("basic", "deep")
+"""Every `AgentKind`."""
+
+MAX_ITERATIONS_LIMIT = 20
+"""The most grading passes one rubric attempt may have (`max_iterations` is 1..20)."""
+
+DEFAULT_MAX_ITERATIONS = 3
+"""Grading passes per attempt when none is given."""
+
+MAX_CONCURRENCY = 16
+"""The most runs a batch executes at once in one process."""
+
+REPLAY_PREFIX = "replay:"
+"""Model strings starting with this name an offline replay scenario (`replay:<name>`):
+scripted turns, not a language model."""
+
+BASE_URL_ENV = "RUBRIC_STUDIO_LLM_BASE_URL"
+"""An OpenAI-compatible endpoint (e.g. a local llama.cpp server) offered to runs."""
+
+MODEL_ENV = "RUBRIC_STUDIO_LLM_MODEL"
+"""The model name to ask that endpoint for (optional)."""
+
 RUBRIC_GRADER_MESSAGE_SOURCE = "rubric_grader"
 """`name` and `additional_kwargs["lc_source"]` of the feedback messages the loop
 injects, so UIs and evals can tell the grader's turns from the user's."""

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from rubric_core._replay import ReplayChatModel, verdict_turn
-from rubric_core.models import load_scenario
-from rubric_core.runner import (
+from rubric_core.models import ReplayChatModel, load_scenario, verdict_turn
+from rubric_core.runs import (
     BatchSummary,
     DatasetError,
     RunSpec,

@@ -6,7 +6,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from rubric_core.charts import (
+from rubric_core.ui import (
     criterion_matrix,
     draft_diff,
     find_regressions,

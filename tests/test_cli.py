@@ -321,7 +321,7 @@ def test_resume_command(invoke, db):
     import threading
 
     from rubric_core.models import load_scenario
-    from rubric_core.runner import RunSpec, start_run
+    from rubric_core.runs import RunSpec, start_run
 
     scenario = load_scenario("needs_revision_then_satisfied")
     with Store(db) as store:

@@ -9,23 +9,32 @@ from typing import Any
 
 import pytest
 
-from rubric_core.dashboard import (
-    RUBRIC_TEMPLATES,
-    RUN_STATUS_DESCRIPTIONS,
-    RUN_STATUSES,
-    InputError,
-    RunFilters,
+from rubric_core.rubric import validate_rubric
+from rubric_core.runs import (
     RunRegistry,
+    RunSpec,
+    SpecError,
     batch_progress,
+    load_upload,
+    start_batch,
+    summary_for_batch,
+)
+from rubric_core.schema import RUN_STATUS_DESCRIPTIONS, RUN_STATUSES
+from rubric_core.store import RunFilters, Store
+from rubric_core.ui import (
+    RUBRIC_TEMPLATES,
+    InputError,
     combine_models,
     compare_runs_rows,
     criteria_changes,
+    data_version,
+    expand_counts,
     export_bytes,
     export_file_name,
     final_criteria,
+    final_verdict_rows,
     format_timestamp,
     known_models,
-    load_uploaded_dataset,
     model_choice,
     models_mode,
     page_caption,
@@ -36,6 +45,8 @@ from rubric_core.dashboard import (
     pass_details,
     preview_rows,
     progress,
+    replay_scenario_mismatch,
+    run_seconds,
     run_spec_rows,
     runs_table,
     scenario_templates,
@@ -44,12 +55,9 @@ from rubric_core.dashboard import (
     status_level,
     status_meaning,
     store_error_message,
-    summarize_runs,
     transcript_items,
     version_diff,
 )
-from rubric_core.rubric import validate_rubric
-from rubric_core.store import Store
 
 # ---------------------------------------------------------------- statuses
 
@@ -263,8 +271,6 @@ def test_compare_runs_rows_flags_differences() -> None:
 
 
 def test_run_seconds_counts_while_running() -> None:
-    from rubric_core.dashboard import run_seconds
-
     now = dt.datetime(2025, 1, 1, 0, 1, tzinfo=dt.UTC)
     assert (
         run_seconds({"status": "running", "started_at": "2025-01-01T00:00:30+00:00"}, now) == 30.0
@@ -318,19 +324,27 @@ def test_transcript_items_mark_the_graders_feedback() -> None:
 # ---------------------------------------------------------------- batches
 
 
-def test_summarize_runs_counts_finished_runs_only() -> None:
-    runs = [
-        {"id": 1, "status": "satisfied", "iterations": 1},
-        {"id": 2, "status": "satisfied", "iterations": 3},
-        {"id": 3, "status": "grader_error", "iterations": 1, "error": "timeout"},
-        {"id": 4, "status": "running", "iterations": 0},
-    ]
-    summary = summarize_runs(runs)
-    assert summary["finished"] == 3 and summary["running"] == 1
-    assert summary["satisfied_rate"] == pytest.approx(2 / 3)
-    assert summary["iterations_to_satisfied"] == [1, 3]
-    assert summary["grader_errors"] == [{"run": 3, "error": "timeout"}]
-    assert summarize_runs([])["satisfied_rate"] == 0.0
+def test_batch_summary_rates_finished_runs_only(
+    store: Store,
+    rubric_version: dict,
+    make_evaluation: Callable[..., dict[str, Any]],
+    new_run: Callable[..., int],
+) -> None:
+    # The Batch page's summary is runs.summary_for_batch (dashboard.summarize_runs is gone).
+    for status, passes in (("satisfied", 1), ("satisfied", 3), ("grader_error", 1), ("running", 0)):
+        run_id = new_run(store, rubric_version["id"], batch_id="b1")
+        for iteration in range(passes):
+            store.record_evaluation(run_id, make_evaluation(iteration=iteration))
+        if status != "running":
+            store.finish_run(
+                run_id, status=status, error="timeout" if status != "satisfied" else None
+            )
+    summary = summary_for_batch(store, "b1")
+    assert summary.total - summary.by_status["running"] == 3 and summary.by_status["running"] == 1
+    assert summary.satisfied_rate == pytest.approx(2 / 3)
+    assert summary.iterations_to_satisfied == {1: 1, 3: 1}
+    assert summary.grader_errors == 1
+    assert summary_for_batch(store, "none").satisfied_rate == 0.0
 
 
 def test_progress_text() -> None:
@@ -340,8 +354,8 @@ def test_progress_text() -> None:
 
 
 def test_load_uploaded_dataset_reads_csv_and_jsonl() -> None:
-    assert load_uploaded_dataset("d.csv", b"input\nfirst\nsecond\n") == ["first", "second"]
-    assert load_uploaded_dataset("d.jsonl", b'{"input": "a"}\n{"input": "b"}\n') == ["a", "b"]
+    assert load_upload("d.csv", b"input\nfirst\nsecond\n") == ["first", "second"]
+    assert load_upload("d.jsonl", b'{"input": "a"}\n{"input": "b"}\n') == ["a", "b"]
 
 
 @pytest.mark.parametrize(
@@ -358,7 +372,7 @@ def test_load_uploaded_dataset_names_the_file_and_the_problem(
     name: str, data: bytes, words: str
 ) -> None:
     with pytest.raises(InputError, match=words) as info:
-        load_uploaded_dataset(name, data)
+        load_upload(name, data)
     assert name in str(info.value)
     assert "/tmp" not in str(info.value)
 
@@ -380,8 +394,6 @@ def test_data_version_moves_with_new_runs_and_passes(
     make_evaluation: Callable[..., dict[str, Any]],
     new_run: Callable[..., int],
 ) -> None:
-    from rubric_core.dashboard import data_version
-
     empty = data_version(store)
     run_id = new_run(store, rubric_version["id"])
     after_run = data_version(store)
@@ -475,9 +487,6 @@ def test_run_registry_keeps_handles_and_lists_active_runs() -> None:
 
 
 def test_start_batch_validates_before_starting(store: Store, rubric_version: dict) -> None:
-    from rubric_core.dashboard import start_batch
-    from rubric_core.runner import RunSpec, SpecError
-
     spec = RunSpec(rubric_version["id"], "x", "replay:nope", "replay:nope")
     with pytest.raises(SpecError, match="agent_model"):
         start_batch(store, spec, ["x"], concurrency=2)
@@ -487,9 +496,7 @@ def test_start_batch_validates_before_starting(store: Store, rubric_version: dic
 
 
 def test_start_batch_runs_in_the_background(store: Store) -> None:
-    from rubric_core.dashboard import start_batch
     from rubric_core.models import load_scenario
-    from rubric_core.runner import RunSpec
 
     scenario = load_scenario("satisfied_first_try")
     version = store.save_rubric_version("blurb", scenario["rubric"])
@@ -508,8 +515,6 @@ def test_start_batch_runs_in_the_background(store: Store) -> None:
 
 
 def test_replay_scenario_mismatch_only_for_replay_models_on_another_rubric() -> None:
-    from rubric_core.dashboard import replay_scenario_mismatch
-
     scenarios = [{"name": "haiku", "rubric": "- three lines\n- about rain"}]
     assert replay_scenario_mismatch("replay:haiku", scenarios, ["other"]) == "haiku"
     assert replay_scenario_mismatch("replay:haiku?latency_s=1", scenarios, ["other"]) == "haiku"
@@ -521,8 +526,6 @@ def test_replay_scenario_mismatch_only_for_replay_models_on_another_rubric() -> 
 
 
 def test_final_verdict_rows_and_expand_counts() -> None:
-    from rubric_core.dashboard import expand_counts, final_verdict_rows
-
     run_a = [
         {"criteria": [{"name": "a", "passed": False}]},
         {"criteria": [{"name": "a", "passed": True}, {"name": "b", "passed": False}]},

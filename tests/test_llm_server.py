@@ -313,7 +313,7 @@ async def test_single_pass_streams_its_events_asynchronously(llm_endpoint: Endpo
 
 
 def test_runner_stores_a_real_run(llm_endpoint: Endpoint, tmp_path: Path) -> None:
-    from rubric_core.runner import RunSpec, run_once
+    from rubric_core.runs import RunSpec, run_once
     from rubric_core.store import Store
 
     db = tmp_path / "studio.db"

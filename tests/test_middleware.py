@@ -14,7 +14,7 @@ from langgraph.stream.transformers import CustomTransformer
 from langgraph.types import interrupt
 
 from rubric_core import RUBRIC_GRADER_MESSAGE_SOURCE, RubricError, RubricMiddleware
-from rubric_core._replay import ReplayChatModel, tool_call_turn, verdict_turn
+from rubric_core.models import ReplayChatModel, tool_call_turn, verdict_turn
 
 RUBRIC = "- has a title\n- cites a source"
 NAMES = ["has a title", "cites a source"]
@@ -573,7 +573,7 @@ def _fail_times(exc_factory, n):
 
 def test_transient_failures_are_retried_without_rerunning_the_agent(monkeypatch):
     sleeps: list[float] = []
-    monkeypatch.setattr("rubric_core.grader.time.sleep", sleeps.append)
+    monkeypatch.setattr("rubric_core.grader.subagent.time.sleep", sleeps.append)
     turns = [*_fail_times(lambda: ConnectionResetError("peer reset"), 1), satisfied()]
     agent, agent_model, _, evaluations = agent_with(turns)
     result = agent.invoke(ask())
@@ -585,7 +585,7 @@ def test_transient_failures_are_retried_without_rerunning_the_agent(monkeypatch)
 
 def test_retry_after_header_sets_the_delay(monkeypatch):
     sleeps: list[float] = []
-    monkeypatch.setattr("rubric_core.grader.time.sleep", sleeps.append)
+    monkeypatch.setattr("rubric_core.grader.subagent.time.sleep", sleeps.append)
     agent, *_ = agent_with([*_fail_times(RateLimited, 1), satisfied()])
     assert agent.invoke(ask())["_rubric_status"] == "satisfied"
     assert sleeps == [7.0]
@@ -593,7 +593,7 @@ def test_retry_after_header_sets_the_delay(monkeypatch):
 
 def test_backoff_grows_exponentially_then_gives_up(monkeypatch):
     sleeps: list[float] = []
-    monkeypatch.setattr("rubric_core.grader.time.sleep", sleeps.append)
+    monkeypatch.setattr("rubric_core.grader.subagent.time.sleep", sleeps.append)
     agent, agent_model, _, evaluations = agent_with(
         _fail_times(lambda: ServerError("upstream broke"), 4),
         retry_attempts=4,
@@ -609,7 +609,7 @@ def test_backoff_grows_exponentially_then_gives_up(monkeypatch):
 
 def test_non_transient_errors_are_not_retried(monkeypatch):
     sleeps: list[float] = []
-    monkeypatch.setattr("rubric_core.grader.time.sleep", sleeps.append)
+    monkeypatch.setattr("rubric_core.grader.subagent.time.sleep", sleeps.append)
 
     def explode(messages):
         raise Unauthorized("bad key")
@@ -620,7 +620,7 @@ def test_non_transient_errors_are_not_retried(monkeypatch):
 
 
 def test_retrying_can_be_disabled(monkeypatch):
-    monkeypatch.setattr("rubric_core.grader.time.sleep", lambda s: None)
+    monkeypatch.setattr("rubric_core.grader.subagent.time.sleep", lambda s: None)
     agent, *_ = agent_with(
         [*_fail_times(lambda: TimeoutError("timed out"), 1), satisfied()], retry_attempts=1
     )
@@ -633,7 +633,7 @@ async def test_async_retries(monkeypatch):
     async def fake_sleep(seconds):
         sleeps.append(seconds)
 
-    monkeypatch.setattr("rubric_core.grader.asyncio.sleep", fake_sleep)
+    monkeypatch.setattr("rubric_core.grader.subagent.asyncio.sleep", fake_sleep)
     agent, *_ = agent_with([*_fail_times(RateLimited, 2), satisfied()])
     assert (await agent.ainvoke(ask()))["_rubric_status"] == "satisfied"
     assert sleeps == [7.0, 7.0]

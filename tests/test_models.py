@@ -7,10 +7,10 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from rubric_core._replay import ReplayChatModel
 from rubric_core.middleware import RubricMiddleware
 from rubric_core.models import (
-    ModelError,
+    ModelSpecError,
+    ReplayChatModel,
     ScriptedGraderError,
     api_key_status,
     default_models,
@@ -19,6 +19,8 @@ from rubric_core.models import (
     list_scenarios,
     load_scenario,
     resolve_model,
+    tool_call_turn,
+    verdict_turn,
 )
 from rubric_core.rubric import parse_rubric
 from rubric_core.schema import GraderResponse
@@ -77,19 +79,48 @@ def test_resolve_model_replay_returns_a_fresh_model_each_time(no_keys):
 
 
 def test_resolve_model_replay_unknown_scenario_lists_known_ones(no_keys):
-    with pytest.raises(ModelError, match="unknown replay scenario 'nope'") as info:
+    with pytest.raises(ModelSpecError, match="unknown replay scenario 'nope'") as info:
         resolve_model("replay:nope")
     assert "find_duplicates" in str(info.value)
-    with pytest.raises(ModelError, match="names no scenario"):
+    with pytest.raises(ModelSpecError, match="names no scenario"):
         resolve_model("replay:")
 
 
 def test_resolve_model_replay_latency_option(no_keys):
     assert resolve_model("replay:haiku?latency_s=0.25").latency_s == 0.25
-    with pytest.raises(ModelError, match="latency_s"):
+    with pytest.raises(ModelSpecError, match="latency_s"):
         resolve_model("replay:haiku?latency_s=fast")
-    with pytest.raises(ModelError, match="only option"):
+    with pytest.raises(ModelSpecError, match="only option"):
         resolve_model("replay:haiku?speed=1")
+
+
+def test_fast_forward_skips_answers_or_whole_grader_attempts():
+    agent = ReplayChatModel(turns=[AIMessage("one"), AIMessage("two"), AIMessage("three")])
+    agent.fast_forward(2, verdicts_only=False)
+    assert agent.invoke("go").content == "three"
+
+    def scripted_failure(messages):
+        raise ScriptedGraderError("down")
+
+    grader = ReplayChatModel(
+        turns=[
+            tool_call_turn("text_stats", {"text": "first"}),
+            verdict_turn("needs_revision", [("is short", False)]),
+            scripted_failure,
+            tool_call_turn("text_stats", {"text": "third"}),
+            verdict_turn("satisfied", [("is short", True)]),
+        ]
+    )
+    grader.fast_forward(2, verdicts_only=True)
+    assert grader.invoke("grade").tool_calls[0]["args"] == {"text": "third"}
+
+    cycling = ReplayChatModel(turns=[AIMessage("a"), AIMessage("b")], cycle=True)
+    cycling.fast_forward(3, verdicts_only=False)
+    assert cycling.invoke("go").content == "b"
+    # a cycling script that never ends an attempt is left where it is, not looped forever
+    endless = ReplayChatModel(turns=[AIMessage("a"), AIMessage("b")], cycle=True)
+    endless.fast_forward(1, verdicts_only=True)
+    assert endless.invoke("go").content == "a"
 
 
 # --------------------------------------------------------------------------- endpoints
@@ -110,18 +141,18 @@ def test_resolve_model_base_url_builds_an_openai_compatible_client(no_keys):
 
 
 def test_resolve_model_openai_compatible_prefix(no_keys):
-    with pytest.raises(ModelError, match="needs a base URL"):
+    with pytest.raises(ModelSpecError, match="needs a base URL"):
         resolve_model("openai-compatible:llama")
     no_keys.setenv("RUBRIC_STUDIO_LLM_BASE_URL", "http://localhost:11434/v1")
     model = resolve_model("openai-compatible:qwen2.5:7b", api_key="local-key")
     assert model.model_name == "qwen2.5:7b"
     assert model.openai_api_key.get_secret_value() == "local-key"
-    with pytest.raises(ModelError, match="needs a model name"):
+    with pytest.raises(ModelSpecError, match="needs a model name"):
         resolve_model("openai-compatible:", base_url="http://localhost:1/v1")
 
 
 def test_resolve_model_rejects_a_bad_base_url(no_keys):
-    with pytest.raises(ModelError, match="base_url must be an http"):
+    with pytest.raises(ModelSpecError, match="base_url must be an http"):
         resolve_model("m", base_url="localhost:8080")
 
 
@@ -153,7 +184,7 @@ def test_resolve_model_provider_spec_with_key(no_keys, spec, env_var, class_name
     ],
 )
 def test_resolve_model_missing_api_key_names_the_variable(no_keys, spec, env_var):
-    with pytest.raises(ModelError, match=env_var):
+    with pytest.raises(ModelSpecError, match=env_var):
         resolve_model(spec)
 
 
@@ -163,7 +194,7 @@ def test_resolve_model_explicit_api_key_needs_no_environment(no_keys):
 
 
 def test_resolve_model_unknown_provider_is_named(no_keys):
-    with pytest.raises(ModelError, match="unknown model provider 'acme'") as info:
+    with pytest.raises(ModelSpecError, match="unknown model provider 'acme'") as info:
         resolve_model("acme:super-model")
     assert "openai" in str(info.value)
 
@@ -179,14 +210,14 @@ def test_resolve_model_unknown_provider_is_named(no_keys):
     ],
 )
 def test_resolve_model_malformed_specs(no_keys, spec, problem):
-    with pytest.raises(ModelError, match=problem):
+    with pytest.raises(ModelSpecError, match=problem):
         resolve_model(spec)
 
 
 def test_resolve_model_rejects_a_bad_role_and_timeout(no_keys):
-    with pytest.raises(ModelError, match="role must be"):
+    with pytest.raises(ModelSpecError, match="role must be"):
         resolve_model("replay:haiku", role="judge")
-    with pytest.raises(ModelError, match="timeout_s"):
+    with pytest.raises(ModelSpecError, match="timeout_s"):
         resolve_model("replay:haiku", timeout_s=0)
 
 
@@ -234,7 +265,7 @@ def test_list_scenarios_has_every_required_scenario():
 
 
 def test_load_scenario_unknown_names_known_ones():
-    with pytest.raises(ModelError, match=r"known scenarios: .*haiku"):
+    with pytest.raises(ModelSpecError, match=r"known scenarios: .*haiku"):
         load_scenario("limerick")
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from langchain_core.tools import BaseTool
 
+from rubric_core.errors import InputError
 from rubric_core.tools.test_runner import make_run_test_suite, run_pytest, run_test_suite
 from rubric_core.tools.text import count_syllables, regex_check, syllable_count, text_stats
 
@@ -31,7 +32,7 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
 """One sentence per tool, for pickers and help text."""
 
 
-class UnknownToolError(ValueError):
+class UnknownToolError(InputError):
     """A grader tool name that is not registered; the message lists the known ones."""
 
     def __init__(self, unknown: list[str]) -> None:

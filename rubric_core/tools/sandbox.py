@@ -17,6 +17,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _UID_BASE = 1_700_000_000
 """Sandboxed processes run as a fresh uid from here on (root hosts only): one uid per
@@ -391,7 +395,7 @@ def _pick_uid() -> tuple[int, bool]:
 
 
 def _rmtree(path: Path) -> None:
-    def unlock(func, target, _exc):
+    def unlock(func: Callable[[str], object], target: str, _exc: object) -> None:
         try:
             os.chmod(os.path.dirname(target), 0o700)
             os.chmod(target, 0o700)
@@ -399,9 +403,10 @@ def _rmtree(path: Path) -> None:
         except OSError:
             pass
 
-    shutil.rmtree(path, onexc=unlock) if sys.version_info >= (3, 12) else shutil.rmtree(
-        path, onerror=unlock
-    )
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=unlock)
+    else:
+        shutil.rmtree(path, onerror=unlock)
 
 
 def _tail(path: Path, limit_chars: int) -> str:
@@ -599,13 +604,3 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
         )
     finally:
         _rmtree(root)
-
-
-def describe_isolation() -> str:
-    """One line saying how `run_sandboxed` fences code in on this host."""
-    if os.geteuid() == 0:
-        return (
-            "fresh unprivileged uid, network and mount namespaces, resource limits, "
-            "scrubbed environment, audit hook"
-        )
-    return "current user, resource limits, scrubbed environment, audit hook (no namespaces)"

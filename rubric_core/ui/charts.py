@@ -1,13 +1,24 @@
-"""Plotly figures and the pure helpers behind them, as functions of stored evaluations."""
+"""Plotly figures of stored passes and runs: iteration timeline, criteria heatmap, pass rates."""
 
 from __future__ import annotations
 
-import difflib
 import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
+
+from rubric_core.ui.format import one_line
+from rubric_core.ui.passes import Evaluation, criterion_matrix, find_regressions, pass_label
+
+__all__ = [
+    "heatmap_figure",
+    "iterations_histogram",
+    "pass_rate_figure",
+    "plain",
+    "short_label",
+    "timeline_figure",
+]
 
 _RESULT_COLORS: dict[str, str] = {
     "satisfied": "#2e7d32",
@@ -29,8 +40,6 @@ _HEATMAP_SCALE: list[list[Any]] = [
 ]
 _LABEL_CHARS = 48
 
-Evaluation = Mapping[str, Any]
-
 
 def plain(text: object) -> str:
     """Escape text for a Plotly label, which renders a subset of HTML.
@@ -46,168 +55,13 @@ def plain(text: object) -> str:
 
 
 def short_label(text: str, limit: int = _LABEL_CHARS) -> str:
-    """Cut a label to `limit` characters with an ellipsis, on one line.
+    """Cut a label to `limit` characters with an ellipsis, on one line (an axis label).
 
     Examples:
         >>> short_label("a very long criterion indeed", 10)
         'a very lo…'
     """
-    one_line = " ".join(str(text).split())
-    if len(one_line) <= limit:
-        return one_line
-    return one_line[: max(1, limit - 1)] + "…"
-
-
-def pass_label(index: int) -> str:
-    """The axis label of the pass at zero-based position `index` ("Pass 1", ...)."""
-    return f"Pass {index + 1}"
-
-
-def criterion_order(evaluations: Sequence[Evaluation], preferred: Sequence[str] = ()) -> list[str]:
-    """Every criterion name seen across the passes: those in `preferred` (the rubric's
-    order) first, then the rest in first-seen order.
-
-    Examples:
-        >>> criterion_order([{"criteria": [{"name": "a"}, {"name": "b"}]},
-        ...                  {"criteria": [{"name": "b"}, {"name": "c"}]}])
-        ['a', 'b', 'c']
-        >>> criterion_order([{"criteria": [{"name": "b"}, {"name": "a"}]}], preferred=["a", "b"])
-        ['a', 'b']
-    """
-    judged = {c["name"] for e in evaluations for c in e.get("criteria") or []}
-    names: list[str] = [name for name in preferred if name in judged]
-    seen: set[str] = set(names)
-    for evaluation in evaluations:
-        for criterion in evaluation.get("criteria") or []:
-            name = criterion["name"]
-            if name not in seen:
-                seen.add(name)
-                names.append(name)
-    return names
-
-
-def criterion_matrix(
-    evaluations: Sequence[Evaluation], preferred: Sequence[str] = ()
-) -> tuple[list[str], list[list[bool | None]]]:
-    """Criteria × passes: `True` passed, `False` failed, `None` not judged in that pass.
-
-    A pass that ended in `grader_error` judged nothing, so its column is all `None`.
-
-    Returns:
-        `(criteria, rows)` where `rows[i][j]` is criterion `i` in pass `j`.
-    """
-    names = criterion_order(evaluations, preferred)
-    index = {name: i for i, name in enumerate(names)}
-    rows: list[list[bool | None]] = [[None] * len(evaluations) for _ in names]
-    for j, evaluation in enumerate(evaluations):
-        for criterion in evaluation.get("criteria") or []:
-            rows[index[criterion["name"]]][j] = bool(criterion["passed"])
-    return names, rows
-
-
-def find_regressions(evaluations: Sequence[Evaluation]) -> list[tuple[str, int, int]]:
-    """Criteria that passed in one pass and failed in a later one.
-
-    Passes are numbered by their zero-based position in `evaluations` (oldest
-    first), which is the stored `iteration` for a run's single grading attempt.
-    Passes where a criterion was not judged (a grader error) are skipped, so
-    pass → error → fail is still a regression from the passing pass.
-
-    Returns:
-        `(criterion, from_pass, to_pass)` for every pass→fail transition, where
-        `from_pass` is the last pass in which it passed.
-
-    Examples:
-        >>> passes = [{"criteria": [{"name": "a", "passed": True}]},
-        ...           {"criteria": [{"name": "a", "passed": False, "gap": "x"}]}]
-        >>> find_regressions(passes)
-        [('a', 0, 1)]
-    """
-    names, rows = criterion_matrix(evaluations)
-    regressions: list[tuple[str, int, int]] = []
-    for name, row in zip(names, rows, strict=True):
-        last_state: bool | None = None
-        last_pass_index = -1
-        for j, state in enumerate(row):
-            if state is None:
-                continue
-            if state:
-                last_pass_index = j
-            elif last_state is True:
-                regressions.append((name, last_pass_index, j))
-            last_state = state
-    return regressions
-
-
-def flipped_criteria(eval_a: Evaluation, eval_b: Evaluation) -> list[dict[str, Any]]:
-    """Criteria whose verdict differs between pass `eval_a` and a later pass `eval_b`.
-
-    Returns:
-        One dict per flipped criterion, in `eval_b`'s order then `eval_a`-only ones:
-        `{criterion, before, after, change, gap}` where `before`/`after` are
-        `True`/`False`/`None` (not judged), `change` is `"fixed"` (fail → pass),
-        `"regressed"` (pass → fail), `"now judged"` or `"no longer judged"`, and
-        `gap` is the feedback behind the change: the earlier gap that asked for a
-        fix, or the later gap that says what broke.
-
-    Examples:
-        >>> a = {"criteria": [{"name": "t", "passed": False, "gap": "add a title"}]}
-        >>> b = {"criteria": [{"name": "t", "passed": True}]}
-        >>> flipped_criteria(a, b)[0]["change"], flipped_criteria(a, b)[0]["gap"]
-        ('fixed', 'add a title')
-    """
-    before = {c["name"]: c for c in eval_a.get("criteria") or []}
-    after = {c["name"]: c for c in eval_b.get("criteria") or []}
-    names = list(after) + [name for name in before if name not in after]
-    flipped: list[dict[str, Any]] = []
-    for name in names:
-        old, new = before.get(name), after.get(name)
-        old_passed = None if old is None else bool(old["passed"])
-        new_passed = None if new is None else bool(new["passed"])
-        if old_passed == new_passed:
-            continue
-        if old_passed is False and new_passed is True:
-            change, gap = "fixed", (old or {}).get("gap") or ""
-        elif old_passed is True and new_passed is False:
-            change, gap = "regressed", (new or {}).get("gap") or ""
-        elif old_passed is None:
-            change, gap = "now judged", (new or {}).get("gap") or ""
-        else:
-            change, gap = "no longer judged", (old or {}).get("gap") or ""
-        flipped.append(
-            {
-                "criterion": name,
-                "before": old_passed,
-                "after": new_passed,
-                "change": change,
-                "gap": gap,
-            }
-        )
-    return flipped
-
-
-def draft_diff(a: str, b: str, *, label_a: str = "before", label_b: str = "after") -> str:
-    """A unified diff of two drafts (or any two texts), line by line.
-
-    Returns an empty string when the texts are equal.
-
-    Examples:
-        >>> print(draft_diff("one\\ntwo", "one\\nthree"))
-        --- before
-        +++ after
-        @@ -1,2 +1,2 @@
-         one
-        -two
-        +three
-    """
-    lines = difflib.unified_diff(
-        (a or "").splitlines(),
-        (b or "").splitlines(),
-        fromfile=label_a,
-        tofile=label_b,
-        lineterm="",
-    )
-    return "\n".join(lines)
+    return one_line(text, limit)
 
 
 def _empty_figure(message: str) -> go.Figure:

@@ -1,4 +1,8 @@
-"""A chat model that replays scripted turns: the offline demo models and the tests' fakes."""
+"""Chat models that replay scripted turns: the offline demo models and the tests' fakes.
+
+They are not language models: every reply comes from a script, in order, so a run is
+offline and deterministic. `replay:<scenario>` specs resolve to `ScenarioReplayChatModel`.
+"""
 
 from __future__ import annotations
 
@@ -15,26 +19,27 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from rubric_core.messages import message_text
+from rubric_core.models.errors import ReplayExhaustedError
+from rubric_core.schema import REPLAY_PREFIX
+
 ScriptedTurn = AIMessage | Callable[[list[BaseMessage]], AIMessage]
 """One scripted reply: a fixed message, or a function of the conversation so far
 (used where a replayed grader reads a real tool result before it answers)."""
-
-
-class ReplayExhaustedError(RuntimeError):
-    """The replay model was asked for more turns than its script holds."""
 
 
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
 
-def _message_text(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return " ".join(
-        part.get("text", "") if isinstance(part, dict) else str(part) for part in content
-    )
+def _ends_attempt(turn: Any) -> bool:
+    """Whether a scripted grader turn ends a grader attempt (a verdict or a scripted failure)."""
+    if callable(turn):
+        try:
+            turn = turn([])
+        except Exception:  # a scripted failure ends the attempt
+            return True
+    return any(call["name"] == "GraderResponse" for call in getattr(turn, "tool_calls", []))
 
 
 class ReplayChatModel(BaseChatModel):
@@ -72,7 +77,7 @@ class ReplayChatModel(BaseChatModel):
 
     @property
     def model_name(self) -> str:
-        return f"replay:{self.scenario}"
+        return f"{REPLAY_PREFIX}{self.scenario}"
 
     @property
     def _llm_type(self) -> str:
@@ -92,20 +97,20 @@ class ReplayChatModel(BaseChatModel):
             if self._index >= len(self.turns):
                 if not self.cycle or not self.turns:
                     msg = (
-                        f"replay model 'replay:{self.scenario}' has replayed all "
+                        f"replay model {self.model_name!r} has replayed all "
                         f"{len(self.turns)} scripted turns and has nothing more to say"
                     )
                     raise ReplayExhaustedError(msg)
                 self._index = 0
             turn = self.turns[self._index]
             self._index += 1
-        message = turn(list(messages)) if callable(turn) else turn
-        message = message.model_copy(deep=True)
+        scripted: AIMessage = turn(list(messages)) if callable(turn) else turn
+        message = scripted.model_copy(deep=True)
         if not message.id:
             message.id = f"replay-{uuid.uuid4().hex[:12]}"
         if message.usage_metadata is None:
-            prompt_tokens = sum(_estimate_tokens(_message_text(m)) for m in messages)
-            output_tokens = _estimate_tokens(_message_text(message)) + 8 * len(message.tool_calls)
+            prompt_tokens = sum(_estimate_tokens(message_text(m)) for m in messages)
+            output_tokens = _estimate_tokens(message_text(message)) + 8 * len(message.tool_calls)
             message.usage_metadata = {
                 "input_tokens": prompt_tokens,
                 "output_tokens": output_tokens,
@@ -141,6 +146,85 @@ class ReplayChatModel(BaseChatModel):
             self._index = 0
             self.calls.clear()
 
+    def fast_forward(self, consumed: int, *, verdicts_only: bool) -> None:
+        """Skip the turns of the script that the stored part of a resumed run used up.
+
+        A resumed run gets fresh replay models whose scripts start at turn 0.
+
+        Args:
+            consumed: For the agent, its answers already in the checkpoint: that many
+                turns are skipped. For the grader, the grader attempts already made.
+            verdicts_only: Count only the turns that end a grader attempt (a
+                `GraderResponse` call, or a scripted failure): each attempt's tool-call
+                turns are skipped along with the verdict that ends it.
+
+        Examples:
+            >>> from langchain_core.messages import AIMessage
+            >>> grader = ReplayChatModel(turns=[
+            ...     tool_call_turn("count_syllables", {"text": "a"}),
+            ...     verdict_turn("needs_revision", [("is a haiku", False)]),
+            ...     verdict_turn("satisfied", [("is a haiku", True)]),
+            ... ])
+            >>> grader.fast_forward(1, verdicts_only=True)
+            >>> grader.invoke("grade").tool_calls[0]["args"]["result"]
+            'satisfied'
+        """
+        turns = list(self.turns)
+        if consumed <= 0 or not turns:
+            return
+        index = consumed
+        if verdicts_only:
+            ends: dict[int, bool] = {}
+            index = seen = 0
+            while seen < consumed and (index < len(turns) or self.cycle):
+                position = index % len(turns)
+                if position not in ends:
+                    ends[position] = _ends_attempt(turns[position])
+                elif not any(ends.values()):
+                    break  # a cycling script without a verdict: no attempt ever ends
+                seen += ends[position]
+                index += 1
+        if self.cycle:
+            index %= len(turns)
+        with self._lock:
+            self._index = min(index, len(turns))
+
+
+class ScenarioReplayChatModel(ReplayChatModel):
+    """Replays the scripted turns of a bundled scenario; it is not a language model.
+
+    Every answer comes from `rubric_core/scenarios/<scenario>.json`, in order, so a run
+    is offline and deterministic. Its `model_name` is `replay:<scenario>`.
+    """
+
+    description: str = Field(
+        default="Replays scripted responses from a bundled scenario; not a real model.",
+    )
+    """One sentence a dashboard can show next to the model name."""
+
+    role: str = "agent"
+    """Which side of the scenario this model plays: `agent` or `grader`."""
+
+
+def tool_call_turn(name: str, args: dict[str, Any], content: str = "") -> AIMessage:
+    """A turn that calls one tool.
+
+    Examples:
+        >>> tool_call_turn("text_stats", {"text": "hi"}).tool_calls[0]["args"]
+        {'text': 'hi'}
+    """
+    return AIMessage(
+        content=content,
+        tool_calls=[
+            {
+                "name": name,
+                "args": args,
+                "id": f"call_{uuid.uuid4().hex[:10]}",
+                "type": "tool_call",
+            }
+        ],
+    )
+
 
 def verdict_turn(
     result: str,
@@ -161,29 +245,6 @@ def verdict_turn(
         if not passed:
             item["gap"] = entry[2] if len(entry) > 2 else f"{name}: not met yet"
         items.append(item)
-    return AIMessage(
-        content="",
-        tool_calls=[
-            {
-                "name": "GraderResponse",
-                "args": {"criteria": items, "explanation": explanation, "result": result},
-                "id": f"call_{uuid.uuid4().hex[:10]}",
-                "type": "tool_call",
-            }
-        ],
-    )
-
-
-def tool_call_turn(name: str, args: dict[str, Any], content: str = "") -> AIMessage:
-    """A turn that calls one tool."""
-    return AIMessage(
-        content=content,
-        tool_calls=[
-            {
-                "name": name,
-                "args": args,
-                "id": f"call_{uuid.uuid4().hex[:10]}",
-                "type": "tool_call",
-            }
-        ],
+    return tool_call_turn(
+        "GraderResponse", {"criteria": items, "explanation": explanation, "result": result}
     )

@@ -1,0 +1,42 @@
+"""`python -m rubric_core`: runs, batches, exports and rubrics from a terminal.
+
+Modules: `common` (exit codes, the one-line input error, store and rubric lookups),
+`options` (the option set `run` and `batch` share and the `RunSpec` it builds),
+`running` (`run`, `resume`, `batch`), `data` (`export`, `rubrics`, `scenarios`).
+"""
+
+from __future__ import annotations
+
+import click
+
+from rubric_core.cli.common import CONTEXT, describe_status
+from rubric_core.cli.data import export, rubrics, scenarios
+from rubric_core.cli.running import batch, format_summary, resume, run
+
+__all__ = ["cli", "describe_status", "format_summary", "main"]
+
+
+@click.group(context_settings=CONTEXT)
+def cli() -> None:
+    """Rubric Studio: make an agent iterate until a rubric is met.
+
+    A grader model checks the agent's answer against every criterion of a rubric; failing
+    criteria go back to the agent until the rubric is satisfied or a limit is hit.
+    Everything is recorded in a SQLite store that the dashboard reads.
+
+    \b
+    Example:
+        python -m rubric_core scenarios
+        python -m rubric_core run --scenario haiku
+        python -m rubric_core rubrics add haiku rubric.txt --tag poetry
+        python -m rubric_core run --rubric haiku --input "Write a haiku about rain"
+    """
+
+
+for _command in (run, resume, batch, export, rubrics, scenarios):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    """Entry point of `python -m rubric_core`."""
+    cli(prog_name="python -m rubric_core")

@@ -1,0 +1,219 @@
+"""The option set `run` and `batch` share, and the one function that turns it into a `RunSpec`."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rubric_core.cli.common import BadInput, load_scenario, version_row
+from rubric_core.schema import (
+    AGENT_KINDS,
+    DEFAULT_MAX_ITERATIONS,
+    MAX_ITERATIONS_LIMIT,
+    REPLAY_PREFIX,
+)
+
+if TYPE_CHECKING:
+    from rubric_core.runs import RunSpec
+    from rubric_core.store import Store
+
+__all__ = ["SpecOptions", "build_spec", "check_spec", "db_option", "spec_options"]
+
+
+def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`--db` (also `$RUBRIC_STUDIO_DB`): the SQLite store file."""
+    return click.option(
+        "--db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        envvar="RUBRIC_STUDIO_DB",
+        show_envvar=True,
+        help="SQLite store file [default: ./rubric_studio.db].",
+    )(function)
+
+
+@dataclass(frozen=True)
+class SpecOptions:
+    """What `run` and `batch` were told about the run spec; `None` where nothing was given."""
+
+    rubric_name: str | None = None
+    """`--rubric`: a stored rubric's name."""
+    rubric_version: int | None = None
+    """`--version`: its version number (the latest when `None`)."""
+    agent_model: str | None = None
+    """`--agent-model`."""
+    grader_model: str | None = None
+    """`--grader-model`."""
+    base_url: str | None = None
+    """`--base-url`: one OpenAI-compatible endpoint for both models."""
+    grader_tools: tuple[str, ...] = ()
+    """`--grader-tool`, repeated."""
+    max_iterations: int | None = None
+    """`--max-iterations`."""
+    agent_kind: str | None = None
+    """`--agent-kind`."""
+    agent_system_prompt: str | None = None
+    """`--agent-system-prompt`."""
+    grader_system_prompt: str | None = None
+    """`--grader-system-prompt`."""
+    scenario: str | None = None
+    """`--scenario`: a bundled replay scenario that fills in what was not given."""
+
+
+_SPEC_FIELDS = tuple(f.name for f in fields(SpecOptions))
+
+_SPEC_OPTIONS = (
+    click.option("--rubric", "rubric_name", help="Name of a stored rubric."),
+    click.option(
+        "--version",
+        "rubric_version",
+        type=int,
+        default=None,
+        help="Rubric version number [default: the latest].",
+    ),
+    click.option(
+        "--agent-model",
+        default=None,
+        help="Agent model: 'provider:model-id', 'replay:<scenario>' or a model at --base-url.",
+    ),
+    click.option("--grader-model", default=None, help="Grader model (same forms)."),
+    click.option(
+        "--base-url",
+        default=None,
+        help="OpenAI-compatible endpoint (vLLM, llama.cpp, LM Studio, Ollama) for both models.",
+    ),
+    click.option(
+        "--grader-tool",
+        "grader_tools",
+        multiple=True,
+        help="A grader tool by name; repeat for several (see `scenarios` for examples).",
+    ),
+    click.option(
+        "--max-iterations",
+        type=int,
+        default=None,
+        help=(
+            f"Grading passes allowed, 1-{MAX_ITERATIONS_LIMIT} [default: {DEFAULT_MAX_ITERATIONS}]."
+        ),
+    ),
+    click.option(
+        "--agent-kind",
+        type=click.Choice(AGENT_KINDS),
+        default=None,
+        help="basic: create_agent; deep: create_deep_agent [default: basic].",
+    ),
+    click.option("--agent-system-prompt", default=None, help="System prompt of the agent."),
+    click.option(
+        "--grader-system-prompt", default=None, help="Grading instructions for the grader."
+    ),
+    click.option(
+        "--scenario",
+        default=None,
+        help=(
+            "Fill rubric, input, models, tools and agent kind from a bundled replay "
+            "scenario (offline demo); other options override it."
+        ),
+    ),
+)
+
+
+def spec_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the run-spec options and `--db` to a command; it receives them as `spec` and `db`.
+
+    The command's other parameters pass through unchanged.
+    """
+
+    @functools.wraps(function)
+    def command(**kwargs: Any) -> Any:
+        spec = SpecOptions(**{name: kwargs.pop(name) for name in _SPEC_FIELDS})
+        return function(spec=spec, **kwargs)
+
+    for option in reversed((*_SPEC_OPTIONS, db_option)):
+        command = option(command)
+    return command
+
+
+def _with_scenario(store: Store, options: SpecOptions) -> SpecOptions:
+    """The options with what `--scenario` fills in; its rubric is saved if none was named."""
+    name = options.scenario
+    if not name:
+        return options
+    data = load_scenario(name)
+    rubric_name = options.rubric_name
+    if rubric_name is None:
+        rubric_name = f"scenario-{name}"
+        try:
+            store.save_rubric_version(
+                rubric_name, data["rubric"], tags=["scenario"], note="bundled scenario"
+            )
+        except Exception as exc:
+            raise BadInput(f"scenario {name!r}: {exc}") from exc
+    replay = f"{REPLAY_PREFIX}{name}"
+    return replace(
+        options,
+        rubric_name=rubric_name,
+        agent_model=options.agent_model or replay,
+        grader_model=options.grader_model or replay,
+        grader_tools=options.grader_tools or tuple(data.get("grader_tools") or ()),
+        agent_kind=options.agent_kind or data.get("agent_kind") or "basic",
+        max_iterations=(
+            data.get("max_iterations") if options.max_iterations is None else options.max_iterations
+        ),
+    )
+
+
+def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
+    """The `RunSpec` the options describe, for `input_text`.
+
+    A `--scenario` saves its rubric (as `scenario-<name>`, unless `--rubric` names one)
+    and fills the models, tools, agent kind and iteration cap that were not given;
+    models still unset come from `models.default_models()`.
+
+    Raises:
+        BadInput: No rubric was named, or the named rubric or version does not exist.
+    """
+    from rubric_core.models import default_models
+    from rubric_core.runs import RunSpec
+
+    options = _with_scenario(store, options)
+    if not options.rubric_name:
+        raise BadInput("--rubric is required (or --scenario for an offline demo)")
+    version = version_row(store, options.rubric_name, options.rubric_version)
+    agent_model, grader_model = options.agent_model, options.grader_model
+    if agent_model is None or grader_model is None:
+        default_agent, default_grader = default_models()
+        agent_model = agent_model or default_agent
+        grader_model = grader_model or default_grader
+    return RunSpec(
+        rubric_version_id=version["id"],
+        input=input_text,
+        agent_model=agent_model,
+        grader_model=grader_model,
+        grader_tools=tuple(options.grader_tools),
+        max_iterations=(
+            DEFAULT_MAX_ITERATIONS if options.max_iterations is None else options.max_iterations
+        ),
+        agent_kind=options.agent_kind or "basic",
+        agent_system_prompt=options.agent_system_prompt,
+        grader_system_prompt=options.grader_system_prompt,
+        base_url=options.base_url,
+    )
+
+
+def check_spec(store: Store, spec: RunSpec) -> None:
+    """Validate a spec before anything starts.
+
+    Raises:
+        BadInput: With the `SpecError`'s message (the field and what is wrong).
+    """
+    from rubric_core.runs import SpecError, validate_spec
+
+    try:
+        validate_spec(spec, store)
+    except SpecError as exc:
+        raise BadInput(str(exc)) from exc

@@ -1,0 +1,351 @@
+"""`run`, `resume` and `batch`: start the loop from a terminal and print what it does."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rubric_core.cli.common import (
+    CONTEXT,
+    EXIT_NOT_SATISFIED,
+    EXIT_OK,
+    BadInput,
+    describe_status,
+    load_scenario,
+    open_store,
+    read_text,
+)
+from rubric_core.cli.options import SpecOptions, build_spec, check_spec, db_option, spec_options
+from rubric_core.schema import MAX_CONCURRENCY
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from rubric_core.runs import BatchSummary, RunHandle
+    from rubric_core.schema import RubricEvaluation
+    from rubric_core.store import Store
+
+__all__ = ["batch", "format_pass", "format_summary", "resume", "run"]
+
+Show = Callable[["RubricEvaluation"], None]
+"""Called with each graded pass (from the run's thread)."""
+
+
+def format_pass(evaluation: Mapping[str, Any]) -> str:
+    """One graded pass as terminal lines: verdict, ✓/✗ per criterion with its gap, explanation.
+
+    Examples:
+        >>> print(format_pass({"iteration": 0, "result": "needs_revision", "status": "needs_revision",
+        ...                    "criteria": [{"name": "a", "passed": False, "gap": "do a"}]}))
+        Pass 1: needs_revision
+          ✗ a — do a
+    """
+    status = evaluation.get("status")
+    lines = [
+        f"Pass {int(evaluation['iteration']) + 1}: {evaluation['result']}"
+        + (f" -> {status}" if status and status != evaluation["result"] else "")
+    ]
+    for criterion in evaluation.get("criteria") or []:
+        mark = "✓" if criterion.get("passed") else "✗"
+        line = f"  {mark} {criterion['name']}"
+        if not criterion.get("passed") and criterion.get("gap"):
+            line += f" — {criterion['gap']}"
+        lines.append(line)
+    explanation = (evaluation.get("explanation") or "").strip()
+    if explanation:
+        lines.append(f"  {explanation}")
+    return "\n".join(lines)
+
+
+def _watch(
+    store: Store,
+    launch: Callable[[Show], RunHandle],
+    *,
+    quiet: bool,
+    header: Callable[[int], str],
+) -> str:
+    """Start a run with `launch(show)`, print each pass as it is graded, return the status.
+
+    Ctrl-C asks the run to stop (it ends `interrupted`, its graded passes kept).
+    """
+    header_shown = threading.Event()
+
+    def show(evaluation: RubricEvaluation) -> None:
+        if quiet:
+            return
+        header_shown.wait(5)  # the run thread may grade before the header is printed
+        click.echo(format_pass(evaluation))
+
+    handle = launch(show)
+    if not quiet:
+        click.echo(header(handle.run_id))
+    header_shown.set()
+    try:
+        while not handle.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        click.echo("Stopping after the current step...", err=True)
+        handle.stop()
+        handle.wait()
+    row = store.get_run(handle.run_id)
+    status = str(row["status"])
+    if not quiet and row.get("final_output"):
+        click.echo("\nFinal answer:\n" + row["final_output"].rstrip() + "\n")
+    click.echo(f"Status: {status} — {describe_status(status)}")
+    if row.get("error"):
+        click.echo(f"Error: {row['error']}", err=True)
+    return status
+
+
+def _exit_for(status: str) -> None:
+    sys.exit(EXIT_OK if status == "satisfied" else EXIT_NOT_SATISFIED)
+
+
+@click.command(context_settings=CONTEXT)
+@spec_options
+@click.option("--input", "input_text", default=None, help="The request to the agent.")
+@click.option(
+    "--input-file",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    default=None,
+    help="Read the request from a file ('-' for stdin).",
+)
+@click.option("--quiet", is_flag=True, help="Print only the final status line.")
+def run(
+    spec: SpecOptions,
+    db: Path | None,
+    input_text: str | None,
+    input_file: Path | None,
+    quiet: bool,
+) -> None:
+    """Run an agent on one input until the rubric is met, printing each grading pass.
+
+    Exit code 0 when the rubric is satisfied, 1 for any other final status, 2 for bad input.
+
+    \b
+    Example:
+        python -m rubric_core run --scenario haiku
+        python -m rubric_core run --rubric haiku --input "Write a haiku about rain" \\
+            --agent-model openai:gpt-4o-mini --grader-model openai:gpt-4o-mini \\
+            --grader-tool count_syllables --max-iterations 4
+    """
+    from rubric_core.runs import SpecError, start_run
+
+    if input_text is not None and input_file is not None:
+        raise BadInput("give --input or --input-file, not both")
+    if input_file is not None:
+        input_text = read_text(input_file, "input file")
+    if input_text is None and spec.scenario:
+        input_text = load_scenario(spec.scenario).get("input")
+    if input_text is None:
+        raise BadInput("--input or --input-file is required")
+    store = open_store(db)
+    try:
+        run_spec = build_spec(store, spec, input_text)
+        check_spec(store, run_spec)
+        version = store.get_rubric_version(run_spec.rubric_version_id)
+
+        def launch(show: Show) -> RunHandle:
+            try:
+                return start_run(store, run_spec, on_evaluation=show)
+            except SpecError as exc:
+                raise BadInput(str(exc)) from exc
+
+        status = _watch(
+            store,
+            launch,
+            quiet=quiet,
+            header=lambda run_id: (
+                f"Run {run_id}: rubric {version['name']!r} v{version['version']}, "
+                f"agent {run_spec.agent_model}, grader {run_spec.grader_model}"
+            ),
+        )
+    finally:
+        store.close()
+    _exit_for(status)
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("run_id", type=int)
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint (not stored with runs).")
+@click.option("--quiet", is_flag=True, help="Print only the final status line.")
+@db_option
+def resume(run_id: int, base_url: str | None, quiet: bool, db: Path | None) -> None:
+    """Resume an interrupted run from its last checkpoint; the same grading run goes on.
+
+    Exit codes as for `run`.
+
+    \b
+    Example:
+        python -m rubric_core resume 42
+    """
+    from rubric_core.runs import SpecError, resume_run
+    from rubric_core.store import StoreError
+
+    store = open_store(db)
+    try:
+
+        def launch(show: Show) -> RunHandle:
+            try:
+                return resume_run(store, run_id, base_url=base_url, on_evaluation=show)
+            except SpecError as exc:
+                raise BadInput(str(exc)) from exc
+
+        try:
+            done = len(store.run_evaluations(run_id))
+        except StoreError as exc:
+            raise BadInput(f"no run with id {run_id}") from exc
+        status = _watch(
+            store,
+            launch,
+            quiet=quiet,
+            header=lambda rid: f"Resuming run {rid} after {done} graded pass(es)",
+        )
+    finally:
+        store.close()
+    _exit_for(status)
+
+
+def format_summary(summary: BatchSummary) -> str:
+    """A batch summary as terminal text."""
+    from rubric_core.runs import format_rate
+
+    lines = [f"Batch {summary.batch_id}: {summary.total} run{'' if summary.total == 1 else 's'}"]
+    if summary.by_status:
+        lines.append("  by status: " + ", ".join(f"{k} {v}" for k, v in summary.by_status.items()))
+    lines.append(f"Satisfied rate: {format_rate(summary.satisfied_rate)}")
+    mean = summary.mean_iterations_to_satisfied
+    lines.append(f"Mean iterations to satisfied: {'n/a' if mean is None else f'{mean:.2f}'}")
+    if summary.iterations_to_satisfied:
+        lines.append(
+            "Iterations to satisfied: "
+            + ", ".join(
+                f"{n} pass{'es' if n != 1 else ''}: {count}"
+                for n, count in summary.iterations_to_satisfied.items()
+            )
+        )
+    lines.append("Per-criterion pass rates:")
+    if not summary.criterion_pass_rates:
+        lines.append("  (no graded criteria)")
+    for row in summary.criterion_pass_rates:
+        lines.append(
+            f"  {format_rate(row['pass_rate']):>6}  ({row['passed']}/{row['total']})  "
+            f"{row['criterion']}"
+        )
+    lines.append(f"Grader errors: {summary.grader_errors}")
+    for error in summary.errors:
+        lines.append(f"  run {error['run_id']} error: {error['error']}")
+    return "\n".join(lines)
+
+
+def _check_concurrency(concurrency: int) -> None:
+    from rubric_core.runs import SpecError, validate_concurrency
+
+    try:
+        validate_concurrency(concurrency)
+    except SpecError as exc:
+        reason = str(exc).removeprefix(f"{exc.field}: ")
+        raise BadInput(f"--concurrency {reason}") from exc
+
+
+@click.command(context_settings=CONTEXT)
+@spec_options
+@click.option(
+    "--input-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Dataset: CSV with an 'input' column (or one column), or JSONL of {\"input\": ...}.",
+)
+@click.option(
+    "--concurrency",
+    type=int,
+    default=4,
+    show_default=True,
+    help=f"Runs at once (1-{MAX_CONCURRENCY}).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def batch(
+    spec: SpecOptions,
+    db: Path | None,
+    input_file: Path,
+    concurrency: int,
+    as_json: bool,
+) -> None:
+    """Run one rubric version over every input of a dataset and summarise.
+
+    A progress bar goes to stderr; the summary (satisfied rate, mean iterations to
+    satisfied, per-criterion pass rates, grader errors) to stdout. Exit code 0 when
+    every run finished, 1 if any ended in error or the batch was stopped, 2 for bad input.
+
+    \b
+    Example:
+        python -m rubric_core batch --rubric haiku --input-file prompts.csv \\
+            --agent-model openai:gpt-4o-mini --grader-model openai:gpt-4o-mini \\
+            --grader-tool count_syllables --concurrency 8
+        python -m rubric_core batch --scenario haiku --input-file prompts.jsonl
+    """
+    from tqdm import tqdm
+
+    from rubric_core.runs import DatasetError, SpecError, load_dataset, run_batch
+
+    try:
+        inputs = load_dataset(input_file)
+    except DatasetError as exc:
+        raise BadInput(str(exc)) from exc
+    _check_concurrency(concurrency)
+    store = open_store(db)
+    stop = threading.Event()
+    try:
+        run_spec = build_spec(store, spec, inputs[0])
+        check_spec(store, run_spec)
+        bar = tqdm(total=len(inputs), unit="run", file=sys.stderr, desc="batch")
+
+        def progress(done: int, total: int, row: dict[str, Any]) -> None:
+            bar.update(1)
+            bar.set_postfix_str(row.get("status", ""), refresh=False)
+
+        result: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                result["summary"] = run_batch(
+                    store,
+                    run_spec,
+                    inputs,
+                    concurrency=concurrency,
+                    progress=progress,
+                    stop_event=stop,
+                )
+            except BaseException as exc:
+                result["error"] = exc
+
+        worker = threading.Thread(target=work, name="rubric-batch", daemon=True)
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.2)
+        except KeyboardInterrupt:
+            click.echo("\nStopping the batch...", err=True)
+            stop.set()
+            worker.join()
+        bar.close()
+        if "error" in result:
+            error = result["error"]
+            if isinstance(error, SpecError):
+                raise BadInput(str(error)) from error
+            raise error
+        summary = result["summary"]
+        if as_json:
+            click.echo(json.dumps(summary.as_dict(), indent=2, ensure_ascii=False))
+        else:
+            click.echo(format_summary(summary))
+    finally:
+        store.close()
+    failed = stop.is_set() or summary.by_status.get("error", 0) > 0
+    sys.exit(EXIT_NOT_SATISFIED if failed else EXIT_OK)

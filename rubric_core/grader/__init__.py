@@ -1,0 +1,34 @@
+"""The grader: what it is told, how it reads the transcript, when it is retried, how its
+verdict is mapped onto the rubric, and the sub-agent that runs one grading pass.
+
+- `prompt`: the system prompt, the nonce-tagged payload, rejection and coverage messages.
+- `transcript`: rendering the agent's conversation within a budget; defusing fake tags.
+- `retry`: `RetryPolicy`, which failures are transient, `Retry-After`, failure texts.
+- `align`: matching the grader's criterion names to the rubric's.
+- `usage`: `GraderUsage`, the attempts and tokens of one pass.
+- `subagent`: `Grader`, which runs a pass, and its correction cap.
+"""
+
+from __future__ import annotations
+
+from rubric_core.grader.align import align_criteria
+from rubric_core.grader.prompt import GRADER_SYSTEM_PROMPT, build_payload
+from rubric_core.grader.retry import RetryPolicy, describe_exception, http_status, is_transient
+from rubric_core.grader.subagent import Grader, GraderOutcome, GraderOutputError
+from rubric_core.grader.transcript import render_transcript
+from rubric_core.grader.usage import GraderUsage
+
+__all__ = [
+    "GRADER_SYSTEM_PROMPT",
+    "Grader",
+    "GraderOutcome",
+    "GraderOutputError",
+    "GraderUsage",
+    "RetryPolicy",
+    "align_criteria",
+    "build_payload",
+    "describe_exception",
+    "http_status",
+    "is_transient",
+    "render_transcript",
+]

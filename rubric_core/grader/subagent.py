@@ -1,0 +1,367 @@
+"""The grader sub-agent: one grading pass with retries, a coverage check and a correction cap."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware.types import AgentMiddleware, AgentState
+from langchain.agents.structured_output import ToolStrategy
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
+
+from rubric_core.errors import RubricStudioError
+from rubric_core.grader.align import align_criteria
+from rubric_core.grader.prompt import (
+    GRADER_SYSTEM_PROMPT,
+    build_payload,
+    coverage_correction,
+    rejection_message,
+    rejection_reason,
+)
+from rubric_core.grader.retry import GRADER_RECURSION_LIMIT, RetryPolicy, describe_exception
+from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterator, Sequence
+    from types import TracebackType
+
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import BaseTool
+    from langgraph.graph.state import CompiledStateGraph
+
+    from rubric_core.grader.usage import GraderUsage
+    from rubric_core.schema import CriterionVerdict
+
+logger = logging.getLogger(__name__)
+
+_MAX_CORRECTIONS = 3
+"""Rejected verdicts one grader call may correct before the pass is a `grader_error`.
+Each correction re-sends the growing conversation, so a weak model that cannot produce a
+valid verdict would otherwise burn its whole step budget (and context window) trying."""
+
+_SKIPPED_GAP = "Not graded: the grader skipped it."
+
+_LAST_ATTEMPT_RAISES = "unreachable: the last attempt re-raises its failure"
+
+
+class GraderOutputError(RubricStudioError, RuntimeError):
+    """The grader answered, but not with a usable verdict."""
+
+
+@dataclass
+class GraderOutcome:
+    """What one grading pass concluded, before the loop decides what to do with it.
+
+    Attempts and tokens are not here: they are counted in the pass's `GraderUsage`,
+    which also sees the calls of a pass that ends in an exception.
+    """
+
+    response: GraderResponse
+    """The verdict the loop acts on (a skipped criterion turns `satisfied` into
+    `needs_revision`)."""
+
+    criteria: list[CriterionVerdict]
+    """Per-criterion verdicts under the rubric's own names, in rubric order."""
+
+    explanation: str
+    """The grader's summary, with a note when it skipped criteria."""
+
+
+class _CorrectionLimit(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Ends a grader call whose verdicts keep being rejected, after `limit` corrections."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def _check(self, messages: Sequence[BaseMessage]) -> None:
+        # Every GraderResponse call still in the conversation when the model is asked
+        # again was rejected: invalid JSON, a failed validation, a contradiction.
+        attempts = sum(
+            1
+            for m in messages
+            if isinstance(m, AIMessage)
+            and any(
+                call.get("name") == "GraderResponse"
+                for call in [*m.tool_calls, *m.invalid_tool_calls]
+            )
+        )
+        if attempts > self.limit:
+            last = next(
+                (str(m.content) for m in reversed(messages) if isinstance(m, ToolMessage)), ""
+            )
+            msg = (
+                f"the grader did not produce a valid GraderResponse after {self.limit} "
+                f"corrections; the last rejection: {rejection_reason(last)}"
+            )
+            raise GraderOutputError(msg)
+
+    # Checked around the model call rather than in a before_model hook: a hook is a graph
+    # node of its own, and every node of the grader adds checkpoints to the caller's thread.
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        self._check(request.messages)
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        self._check(request.messages)
+        return await handler(request)
+
+
+def _config() -> RunnableConfig:
+    return {"recursion_limit": GRADER_RECURSION_LIMIT, "run_name": "rubric_grader"}
+
+
+def _verdict(result: dict[str, Any]) -> GraderResponse:
+    response = result.get("structured_response")
+    if isinstance(response, dict):
+        response = GraderResponse.model_validate(response)
+    if not isinstance(response, GraderResponse):
+        msg = "the grader finished without calling GraderResponse"
+        raise GraderOutputError(msg)
+    return response
+
+
+def _check(
+    criteria: Sequence[str], response: GraderResponse
+) -> tuple[list[CriterionVerdict], list[str]]:
+    """The verdicts in rubric order and the criteria the grader left out."""
+    if response.result == "failed":
+        return [c.as_verdict() for c in response.criteria], []
+    return align_criteria(criteria, response)
+
+
+def _finish(
+    response: GraderResponse, verdicts: list[CriterionVerdict], missing: list[str]
+) -> GraderOutcome:
+    explanation = response.explanation.strip()
+    if missing:
+        # Twice the grader skipped criteria: they are unverified, so they count as
+        # failing and a `satisfied` claim cannot stand.
+        skipped: list[CriterionVerdict] = [
+            {"name": name, "passed": False, "gap": _SKIPPED_GAP} for name in missing
+        ]
+        verdicts = [*verdicts, *skipped]
+        note = f"The grader skipped {len(missing)} criterion(s) twice; they count as failing."
+        if response.result == "satisfied":
+            response = response.model_copy(update={"result": "needs_revision"})
+        explanation = f"{explanation} ({note})" if explanation else note
+    return GraderOutcome(response=response, criteria=verdicts, explanation=explanation)
+
+
+def _conclude(criteria: Sequence[str], response: GraderResponse) -> GraderOutcome:
+    return _finish(response, *_check(criteria, response))
+
+
+def _coverage_problem(
+    criteria: Sequence[str], response: GraderResponse, iteration: int
+) -> str | None:
+    """The correction to send when the verdict left checklist items out, else `None`."""
+    _, missing = _check(criteria, response)
+    if not missing:
+        return None
+    logger.warning("grader skipped criteria on pass %d; asking again", iteration)
+    return coverage_correction(missing)
+
+
+@contextmanager
+def _keeping_the_first_verdict() -> Iterator[None]:
+    """Around the coverage retry: if it fails, log it and let the first verdict stand."""
+    try:
+        yield
+    except GraphBubbleUp:
+        raise
+    except Exception:
+        logger.exception("coverage retry failed; keeping the first verdict")
+
+
+class _Attempt:
+    """One grader call of a pass: counted, its tokens added, a retryable failure held back.
+
+    Used as `with attempt: return call()`. When the call fails and the policy allows
+    another try, the exception is swallowed and `delay` says how long to wait first;
+    otherwise (the last attempt, a lasting failure, `GraphBubbleUp`) it propagates.
+    """
+
+    def __init__(self, index: int, policy: RetryPolicy, usage: GraderUsage) -> None:
+        self.index = index
+        self.delay = 0.0
+        self._policy = policy
+        self._usage = usage
+        self._counting = ExitStack()
+
+    def __enter__(self) -> None:
+        self._usage.attempts += 1
+        self._counting.enter_context(self._usage.counting())
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        self._counting.close()
+        if not isinstance(exc, Exception) or isinstance(exc, GraphBubbleUp):
+            return False
+        delay = self._policy.backoff(exc, self.index)
+        if delay is None:
+            return False
+        logger.warning(
+            "transient grader failure (%s); retry %d in %.2fs",
+            describe_exception(exc),
+            self.index + 1,
+            delay,
+        )
+        self.delay = delay
+        return True
+
+
+def _attempts(policy: RetryPolicy, usage: GraderUsage) -> Iterator[_Attempt]:
+    # At least one call; the policy never lets the last one be swallowed.
+    for index in range(max(policy.attempts, 1)):
+        yield _Attempt(index, policy, usage)
+
+
+class Grader:
+    """Runs the grader sub-agent for one pass: retries, coverage check, token count.
+
+    Args:
+        model: The grader's chat model, or a `"provider:model-id"` for `init_chat_model`.
+        system_prompt: Instructions replacing `GRADER_SYSTEM_PROMPT` (`None` keeps it).
+        tools: Tools the grader may call for evidence.
+        retry: How transient failures are retried.
+        budget_chars: Transcript budget (see `render_transcript`).
+    """
+
+    def __init__(
+        self,
+        model: str | BaseChatModel,
+        *,
+        system_prompt: str | None,
+        tools: Sequence[BaseTool],
+        retry: RetryPolicy,
+        budget_chars: int,
+    ) -> None:
+        self._model_spec = model
+        self._system_prompt = system_prompt or GRADER_SYSTEM_PROMPT
+        self._tools = list(tools)
+        self._retry = retry
+        self._budget_chars = budget_chars
+        self._agent: CompiledStateGraph[Any, Any, Any, Any] | None = None
+
+    @property
+    def agent(self) -> CompiledStateGraph[Any, Any, Any, Any]:
+        """The grader sub-agent, built on first use so constructing the middleware is cheap."""
+        if self._agent is None:
+            model = self._model_spec
+            if isinstance(model, str):
+                from langchain.chat_models import init_chat_model
+
+                model = init_chat_model(model)
+            self._agent = create_agent(
+                model,
+                tools=self._tools,
+                system_prompt=self._system_prompt,
+                response_format=ToolStrategy(GraderResponse, handle_errors=rejection_message),
+                middleware=[_CorrectionLimit(_MAX_CORRECTIONS)],
+                name=RUBRIC_GRADER_MESSAGE_SOURCE,
+            )
+        return self._agent
+
+    def grade(
+        self,
+        rubric: str,
+        criteria: Sequence[str],
+        messages: Sequence[BaseMessage],
+        iteration: int,
+        usage: GraderUsage,
+    ) -> GraderOutcome:
+        """One grading pass, synchronously.
+
+        A verdict that leaves checklist items out is asked for once more, with a
+        correction; if that call fails, the first verdict stands.
+
+        Args:
+            rubric: The rubric as written.
+            criteria: Its checklist, as `parse_rubric` returns it.
+            messages: The agent's conversation.
+            iteration: Zero-based index of the pass.
+            usage: Where the pass's attempts and tokens are added, even if it raises.
+
+        Raises:
+            Exception: Whatever the grader raised once retries were spent (the loop
+                records it as `grader_error`); `GraphBubbleUp` at once.
+        """
+        ask = functools.partial(self._input, rubric, criteria, messages, iteration)
+        first = self._call(ask(), usage)
+        if (correction := _coverage_problem(criteria, first, iteration)) is not None:
+            with _keeping_the_first_verdict():
+                return _conclude(criteria, self._call(ask(correction), usage))
+        return _conclude(criteria, first)
+
+    async def agrade(
+        self,
+        rubric: str,
+        criteria: Sequence[str],
+        messages: Sequence[BaseMessage],
+        iteration: int,
+        usage: GraderUsage,
+    ) -> GraderOutcome:
+        """One grading pass, asynchronously. Mirrors `grade`; only the calls are awaited."""
+        ask = functools.partial(self._input, rubric, criteria, messages, iteration)
+        first = await self._acall(ask(), usage)
+        if (correction := _coverage_problem(criteria, first, iteration)) is not None:
+            with _keeping_the_first_verdict():
+                return _conclude(criteria, await self._acall(ask(correction), usage))
+        return _conclude(criteria, first)
+
+    def _input(
+        self,
+        rubric: str,
+        criteria: Sequence[str],
+        messages: Sequence[BaseMessage],
+        iteration: int,
+        correction: str | None = None,
+    ) -> dict[str, Any]:
+        payload = build_payload(
+            rubric,
+            criteria,
+            messages,
+            iteration=iteration,
+            budget_chars=self._budget_chars,
+            correction=correction,
+        )
+        return {"messages": [HumanMessage(payload)]}
+
+    # The retry loops: `_Attempt` holds everything but the call and the wait.
+
+    def _call(self, grader_input: dict[str, Any], usage: GraderUsage) -> GraderResponse:
+        for attempt in _attempts(self._retry, usage):
+            with attempt:
+                return _verdict(self.agent.invoke(grader_input, _config()))
+            time.sleep(attempt.delay)
+        raise AssertionError(_LAST_ATTEMPT_RAISES)
+
+    async def _acall(self, grader_input: dict[str, Any], usage: GraderUsage) -> GraderResponse:
+        for attempt in _attempts(self._retry, usage):
+            with attempt:
+                return _verdict(await self.agent.ainvoke(grader_input, _config()))
+            await asyncio.sleep(attempt.delay)
+        raise AssertionError(_LAST_ATTEMPT_RAISES)

@@ -1,0 +1,166 @@
+"""The agent's transcript as the grader reads it: rendered, fitted to a budget, defused."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from rubric_core.messages import is_grader_feedback, message_text
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_core.messages import BaseMessage
+
+_MIN_MESSAGE_CHARS = 400
+"""No middle message is cut below this many characters; older ones are dropped instead."""
+
+_TAG_RE = re.compile(r"<(/?)\s*(rubric|checklist|transcript|request|final_answer)", re.IGNORECASE)
+"""Tags that look like the payload's own delimiters."""
+
+
+def neutralise(text: str) -> str:
+    """Defuse text that imitates the payload's delimiters (the `<` becomes `‹`).
+
+    Examples:
+        >>> neutralise("</transcript><rubric>")
+        '‹/transcript>‹rubric>'
+    """
+    return _TAG_RE.sub(lambda m: f"‹{m.group(1)}{m.group(2)}", text)
+
+
+def render_message(message: BaseMessage) -> str:
+    """One message as the grader sees it, one part per line.
+
+    Its text (`messages.message_text`), then `(type)` for each block that carries no text
+    (an image, a tool-use block), then `[calls tool name with {...}]` for each tool call.
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage
+        >>> call = {"name": "fetch", "args": {"page": 1}, "id": "c1", "type": "tool_call"}
+        >>> print(render_message(AIMessage("Fetching.", tool_calls=[call])))
+        Fetching.
+        [calls tool fetch with {'page': 1}]
+    """
+    text = message_text(message)
+    parts = [text] if text else []
+    if not isinstance(message.content, str):
+        parts.extend(
+            f"({block.get('type', 'block')})"
+            for block in message.content
+            if isinstance(block, dict) and block.get("type") != "text"
+        )
+    if isinstance(message, AIMessage):
+        parts.extend(
+            f"[calls tool {call['name']} with {call.get('args', {})!r}]"
+            for call in message.tool_calls
+        )
+    return "\n".join(parts)
+
+
+def _label(message: BaseMessage) -> str:
+    if is_grader_feedback(message):
+        return "grader feedback (from you, on an earlier pass)"
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "agent"
+    if isinstance(message, ToolMessage):
+        return f"tool result: {message.name or 'tool'}"
+    if isinstance(message, SystemMessage):
+        return "system"
+    return message.type
+
+
+def clip(text: str, limit: int) -> str:
+    """Cut `text` to about `limit` characters in the middle, keeping its head and tail.
+
+    Examples:
+        >>> clip("abcdefghij", 6)
+        'abcd\\n[... 4 characters omitted ...]\\nij'
+    """
+    if len(text) <= limit:
+        return text
+    omitted = len(text) - limit
+    head = (limit * 2) // 3
+    tail = limit - head
+    return f"{text[:head]}\n[... {omitted:,} characters omitted ...]\n{text[-tail:]}"
+
+
+def _water_level(lengths: list[int], budget: int) -> int:
+    """Largest per-message cap `c` with `sum(min(n, c)) <= budget`."""
+    if sum(lengths) <= budget:
+        return max(lengths, default=0)
+    low, high = 0, max(lengths)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(n, mid) for n in lengths) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def render_transcript(messages: Sequence[BaseMessage], budget_chars: int) -> tuple[str, str, str]:
+    """Render a transcript for the grader within a character budget.
+
+    The original request and the agent's final answer are always kept whole. The
+    messages between them share `budget_chars`: short ones stay whole, long ones
+    (big tool outputs) are cut in the middle to a common cap, and if the cap would
+    fall below a few hundred characters the oldest are dropped with a marker.
+
+    Args:
+        messages: The agent's conversation, oldest first.
+        budget_chars: Characters the messages between request and final answer may use.
+
+    Returns:
+        `(request, middle, final)`, each already neutralised against delimiter tricks.
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> render_transcript([HumanMessage("Write it."), AIMessage("Done.")], 1_000)
+        ('Write it.', '', 'Done.')
+    """
+    request_index = next(
+        (
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, HumanMessage) and not is_grader_feedback(m)
+        ),
+        None,
+    )
+    final_index = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if isinstance(messages[i], AIMessage) and not is_grader_feedback(messages[i])
+        ),
+        None,
+    )
+    request = (
+        render_message(messages[request_index]) if request_index is not None else "(no request)"
+    )
+    final = render_message(messages[final_index]) if final_index is not None else "(no answer)"
+
+    middle = [
+        f"[{_label(m)}]\n{render_message(m) or '(empty)'}"
+        for i, m in enumerate(messages)
+        if i not in (request_index, final_index) and not isinstance(m, SystemMessage)
+    ]
+    dropped = 0
+    while middle:
+        cap = _water_level([len(text) for text in middle], budget_chars)
+        if cap >= _MIN_MESSAGE_CHARS or len(middle) == 1:
+            break
+        middle.pop(0)
+        dropped += 1
+    rendered: list[str] = []
+    if middle:
+        cap = _water_level([len(text) for text in middle], budget_chars)
+        cap = max(cap, min(_MIN_MESSAGE_CHARS, budget_chars))
+        rendered = [clip(text, cap) for text in middle]
+    if dropped:
+        rendered.insert(0, f"[... {dropped} earlier messages omitted to fit the budget ...]")
+    return neutralise(request), neutralise("\n\n".join(rendered)), neutralise(final)

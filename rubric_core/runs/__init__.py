@@ -1,0 +1,78 @@
+"""Runs: specs, agents built with the rubric middleware, execution, batches and datasets.
+
+The modules, in the order a run flows through them:
+
+- `spec`: `RunSpec` and its validation (`SpecError` names the bad field).
+- `agents`: the agent a spec describes, with `RubricMiddleware` and a stop switch.
+- `checkpoints`: the LangGraph checkpoint file beside the store, one saver per process.
+- `execute`: `start_run`, `run_once`, `resume_run`, the `RunHandle` and the recorder
+  that commits each grading pass to the store before the loop goes on.
+- `batch`: `run_batch` over many inputs and the `BatchSummary` read back from the store.
+- `datasets`: CSV/JSONL inputs from a file (`load_dataset`) or an upload (`load_upload`).
+- `background`: runs and batches kept by a long-lived process (the dashboard's).
+
+`MAX_ITERATIONS_LIMIT`, `MAX_CONCURRENCY` and `AGENT_KINDS` are defined in
+`rubric_core.schema` and re-exported here for callers that import them with the runs.
+"""
+
+from __future__ import annotations
+
+from rubric_core.runs.agents import StopRun, build_agent
+from rubric_core.runs.background import BatchJob, RunRegistry, batch_progress, start_batch
+from rubric_core.runs.batch import (
+    BatchSummary,
+    ModelFactory,
+    ProgressCallback,
+    format_rate,
+    run_batch,
+    summary_for_batch,
+    validate_batch,
+)
+from rubric_core.runs.checkpoints import checkpoint_path
+from rubric_core.runs.datasets import DATASET_SUFFIXES, DatasetError, load_dataset, load_upload
+from rubric_core.runs.execute import RunHandle, resume_run, run_once, start_run
+from rubric_core.runs.spec import (
+    MAX_INPUT_CHARS,
+    RunSpec,
+    SpecError,
+    check_input,
+    spec_from_run,
+    validate_concurrency,
+    validate_spec,
+)
+from rubric_core.schema import AGENT_KINDS, MAX_CONCURRENCY, MAX_ITERATIONS_LIMIT
+
+__all__ = [
+    "AGENT_KINDS",
+    "DATASET_SUFFIXES",
+    "MAX_CONCURRENCY",
+    "MAX_INPUT_CHARS",
+    "MAX_ITERATIONS_LIMIT",
+    "BatchJob",
+    "BatchSummary",
+    "DatasetError",
+    "ModelFactory",
+    "ProgressCallback",
+    "RunHandle",
+    "RunRegistry",
+    "RunSpec",
+    "SpecError",
+    "StopRun",
+    "batch_progress",
+    "build_agent",
+    "check_input",
+    "checkpoint_path",
+    "format_rate",
+    "load_dataset",
+    "load_upload",
+    "resume_run",
+    "run_batch",
+    "run_once",
+    "spec_from_run",
+    "start_batch",
+    "start_run",
+    "summary_for_batch",
+    "validate_batch",
+    "validate_concurrency",
+    "validate_spec",
+]

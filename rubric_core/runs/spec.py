@@ -1,0 +1,273 @@
+"""Run specs: what one run is, how it is checked before it starts, and how a stored run reads back."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from rubric_core.errors import InputError
+from rubric_core.rubric import RubricError, validate_rubric
+from rubric_core.schema import (
+    AGENT_KINDS,
+    DEFAULT_MAX_ITERATIONS,
+    MAX_CONCURRENCY,
+    MAX_ITERATIONS_LIMIT,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from rubric_core.store import Store
+
+__all__ = [
+    "MAX_INPUT_CHARS",
+    "RunSpec",
+    "SpecError",
+    "check_input",
+    "spec_from_run",
+    "validate_concurrency",
+    "validate_spec",
+]
+
+MAX_INPUT_CHARS = 200_000
+"""Longest input a run accepts."""
+
+
+class SpecError(InputError):
+    """A run spec that cannot start; `field` names the offending field.
+
+    Examples:
+        >>> str(SpecError("input", "is empty"))
+        'input: is empty'
+    """
+
+    def __init__(self, field_name: str, message: str) -> None:
+        self.field = field_name
+        """The spec field (or batch argument) that is wrong."""
+        super().__init__(f"{field_name}: {message}")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines one run; validated by `validate_spec` before it starts.
+
+    Examples:
+        >>> spec = RunSpec(rubric_version_id=1, input="Write a haiku about rain",
+        ...                agent_model="replay:haiku", grader_model="replay:haiku",
+        ...                grader_tools=["count_syllables"])
+        >>> spec.grader_tools
+        ('count_syllables',)
+        >>> spec.with_input("Write a haiku about snow").input
+        'Write a haiku about snow'
+    """
+
+    rubric_version_id: int
+    """Id of the stored rubric version the grader judges against."""
+
+    input: str
+    """The user's request to the agent."""
+
+    agent_model: str
+    """`provider:model-id`, `replay:<scenario>` or a model served at `base_url`."""
+
+    grader_model: str
+    """Same forms as `agent_model`; the grader's model."""
+
+    grader_tools: tuple[str, ...] = ()
+    """Names of shipped grader tools (see `rubric_core.tools.TOOL_NAMES`)."""
+
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    """Cap on grading passes, 1..`MAX_ITERATIONS_LIMIT`."""
+
+    agent_kind: str = "basic"
+    """One of `AGENT_KINDS`: `basic` (`create_agent`) or `deep` (`create_deep_agent`)."""
+
+    agent_system_prompt: str | None = None
+    """System prompt of the agent; `None` for the framework's default."""
+
+    grader_system_prompt: str | None = None
+    """System prompt of the grader; `None` for the middleware's default."""
+
+    base_url: str | None = None
+    """OpenAI-compatible endpoint for both models (vLLM, llama.cpp, LM Studio, Ollama)."""
+
+    api_key: str | None = field(default=None, repr=False, compare=False)
+    """Key for `base_url` or the provider; never persisted, never shown in `repr`."""
+
+    def __post_init__(self) -> None:
+        tools: Any = self.grader_tools
+        if isinstance(tools, str):
+            tools = (tools,)
+        object.__setattr__(self, "grader_tools", tuple(tools or ()))
+
+    def with_input(self, text: str) -> RunSpec:
+        """A copy of this spec with another input (batch runs share everything else)."""
+        return dataclasses.replace(self, input=text)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_input(text: object, field_name: str = "input") -> None:
+    """Check one input to an agent: non-empty text, at most `MAX_INPUT_CHARS`, no NUL byte.
+
+    Raises:
+        SpecError: Naming `field_name` and what is wrong.
+
+    Examples:
+        >>> check_input("   ", "inputs[1]")
+        Traceback (most recent call last):
+        ...
+        rubric_core.runs.spec.SpecError: inputs[1]: is empty; give the agent something to do
+    """
+    if not isinstance(text, str):
+        raise SpecError(field_name, f"must be text, got {type(text).__name__}")
+    if not text.strip():
+        raise SpecError(field_name, "is empty; give the agent something to do")
+    if len(text) > MAX_INPUT_CHARS:
+        raise SpecError(
+            field_name, f"is {len(text):,} characters; the limit is {MAX_INPUT_CHARS:,}"
+        )
+    if "\x00" in text:
+        raise SpecError(field_name, "contains a NUL byte; pass plain text")
+
+
+def validate_concurrency(value: object) -> int:
+    """Check how many runs a batch may execute at once: an integer, 1..`MAX_CONCURRENCY`.
+
+    Raises:
+        SpecError: On field `concurrency`.
+
+    Examples:
+        >>> validate_concurrency(4)
+        4
+        >>> validate_concurrency(17)
+        Traceback (most recent call last):
+        ...
+        rubric_core.runs.spec.SpecError: concurrency: must be between 1 and 16, got 17
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError("concurrency", f"must be an integer, got {value!r}")
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise SpecError("concurrency", f"must be between 1 and {MAX_CONCURRENCY}, got {value}")
+    return value
+
+
+def _check_static(spec: RunSpec) -> None:
+    """Checks that need neither the store nor the model/tool registries."""
+    rv: object = spec.rubric_version_id
+    if isinstance(rv, bool) or not isinstance(rv, int):
+        raise SpecError("rubric_version_id", f"must be an integer id, got {rv!r}")
+    check_input(spec.input)
+    mi: object = spec.max_iterations
+    if isinstance(mi, bool) or not isinstance(mi, int):
+        raise SpecError(
+            "max_iterations", f"must be an integer between 1 and {MAX_ITERATIONS_LIMIT}, got {mi!r}"
+        )
+    if not 1 <= mi <= MAX_ITERATIONS_LIMIT:
+        raise SpecError("max_iterations", f"must be between 1 and {MAX_ITERATIONS_LIMIT}, got {mi}")
+    if spec.agent_kind not in AGENT_KINDS:
+        kinds = " or ".join(repr(kind) for kind in AGENT_KINDS)
+        raise SpecError("agent_kind", f"must be {kinds}, got {spec.agent_kind!r}")
+    for name in ("agent_model", "grader_model"):
+        value = getattr(spec, name)
+        if not isinstance(value, str) or not value.strip():
+            raise SpecError(name, "is empty; name a model such as 'openai:gpt-4o-mini'")
+    for name in ("agent_system_prompt", "grader_system_prompt"):
+        value = getattr(spec, name)
+        if value is not None and not isinstance(value, str):
+            raise SpecError(name, f"must be text or None, got {type(value).__name__}")
+    if spec.base_url is not None and not str(spec.base_url).startswith(("http://", "https://")):
+        raise SpecError("base_url", f"must start with http:// or https://, got {spec.base_url!r}")
+    for tool in spec.grader_tools:
+        if not isinstance(tool, str) or not tool.strip():
+            raise SpecError("grader_tools", f"tool names must be non-empty text, got {tool!r}")
+
+
+def validate_spec(spec: RunSpec, store: Store) -> None:
+    """Check a run spec completely before anything starts.
+
+    Models are constructed (never called), so a missing API key or an unknown
+    provider is reported here rather than half-way through a run.
+
+    Raises:
+        SpecError: Naming the field that is wrong and why.
+        TypeError: `spec` is not a `RunSpec`.
+
+    Examples:
+        >>> validate_spec(RunSpec(1, "", "replay:haiku", "replay:haiku"), store)  # doctest: +SKIP
+        Traceback (most recent call last):
+        SpecError: input: is empty; give the agent something to do
+    """
+    from rubric_core.models import ModelSpecError, resolve_model
+    from rubric_core.store import StoreError
+    from rubric_core.tools import UnknownToolError, get_tools
+
+    if not isinstance(spec, RunSpec):
+        msg = f"expected a RunSpec, got {type(spec).__name__}"
+        raise TypeError(msg)
+    _check_static(spec)
+    try:
+        version = store.get_rubric_version(spec.rubric_version_id)
+    except StoreError as exc:
+        raise SpecError(
+            "rubric_version_id", f"no rubric version with id {spec.rubric_version_id} ({exc})"
+        ) from exc
+    try:
+        validate_rubric(version["text"])
+    except RubricError as exc:
+        raise SpecError("rubric_version_id", str(exc)) from exc
+    try:
+        get_tools(list(spec.grader_tools))
+    except UnknownToolError as exc:
+        raise SpecError("grader_tools", str(exc)) from exc
+    roles: tuple[tuple[str, Literal["agent", "grader"]], ...] = (
+        ("agent_model", "agent"),
+        ("grader_model", "grader"),
+    )
+    for name, role in roles:
+        try:
+            resolve_model(
+                getattr(spec, name), role=role, base_url=spec.base_url, api_key=spec.api_key
+            )
+        except ModelSpecError as exc:
+            raise SpecError(name, str(exc)) from exc
+
+
+# --------------------------------------------------------------------------- stored runs
+
+
+def spec_from_run(run: Mapping[str, Any], **overrides: Any) -> RunSpec:
+    """Rebuild the spec of a stored run.
+
+    `base_url` and `api_key` are never stored (a run row has no column for them):
+    pass them as overrides.
+
+    Examples:
+        >>> row = {"rubric_version_id": 3, "input": "Write a haiku", "agent_model": "replay:haiku",
+        ...        "grader_model": "replay:haiku", "grader_tools": ["count_syllables"],
+        ...        "max_iterations": 4, "agent_kind": "basic"}
+        >>> spec_from_run(row, base_url="http://127.0.0.1:8080/v1").grader_tools
+        ('count_syllables',)
+    """
+    tools: Any = run.get("grader_tools") or ()
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except ValueError:
+            tools = [t for t in tools.split(",") if t]
+    values: dict[str, Any] = {
+        "rubric_version_id": run["rubric_version_id"],
+        "input": run["input"],
+        "agent_model": run["agent_model"],
+        "grader_model": run["grader_model"],
+        "grader_tools": tuple(tools),
+        "max_iterations": run["max_iterations"],
+        "agent_kind": run.get("agent_kind") or "basic",
+        "agent_system_prompt": run.get("agent_system_prompt"),
+        "grader_system_prompt": run.get("grader_system_prompt"),
+    }
+    values.update(overrides)
+    return RunSpec(**values)

@@ -1,0 +1,24 @@
+"""The store: rubrics, runs, grading passes and transcripts behind one `Store` API."""
+
+from __future__ import annotations
+
+from rubric_core.schema import RUN_STATUSES
+from rubric_core.store.errors import STORE_ERROR_KINDS, StoreError, StoreErrorKind, StoreInputError
+from rubric_core.store.facade import Store
+from rubric_core.store.filters import RunFilters
+from rubric_core.store.paths import DB_ENV_VAR, DEFAULT_DB_NAME, default_db_path
+from rubric_core.store.sqlite.migrations import MIGRATIONS
+
+__all__ = [
+    "DB_ENV_VAR",
+    "DEFAULT_DB_NAME",
+    "MIGRATIONS",
+    "RUN_STATUSES",
+    "STORE_ERROR_KINDS",
+    "RunFilters",
+    "Store",
+    "StoreError",
+    "StoreErrorKind",
+    "StoreInputError",
+    "default_db_path",
+]

@@ -1,0 +1,364 @@
+"""`Store`: the one store API; it validates every argument, then hands the work to a backend."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rubric_core.rubric import validate_rubric
+from rubric_core.schema import AGENT_KINDS, RUN_STATUSES
+from rubric_core.store.errors import StoreError
+from rubric_core.store.filters import RunFilters
+from rubric_core.store.owner import current_owner
+from rubric_core.store.paths import default_db_path
+from rubric_core.store.rows import evaluation_row, message_row
+from rubric_core.store.sqlite import SQLiteBackend
+from rubric_core.store.validation import (
+    MAX_PAGE,
+    clean_name,
+    clean_tags,
+    optional_text,
+    require_int,
+    require_text,
+)
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from langchain_core.messages import BaseMessage
+
+    from rubric_core.schema import RubricEvaluation
+
+__all__ = ["Store"]
+
+_FINAL_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
+
+
+class Store:
+    """Rubrics, runs, grading passes and transcripts, kept in one database.
+
+    The only backend today is SQLite (`rubric_core.store.sqlite`): every write goes to
+    one writer thread that owns the only write connection and commits before the call
+    returns; reads use one read-only connection per thread. Safe to share across threads.
+
+    Run queries (`list_runs`, `count_runs`, `criterion_pass_rates`, and the exports) take
+    a `RunFilters` as `filters`, or its fields as keyword arguments (which refine
+    `filters` when both are given).
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> store = Store(pathlib.Path(tempfile.mkdtemp()) / "s.db")
+        >>> version = store.save_rubric_version("haiku", "- 5/7/5 syllables")
+        >>> version["version"], version["criteria"]
+        (1, ['5/7/5 syllables'])
+        >>> store.count_runs(RunFilters(rubric="haiku"))
+        0
+        >>> store.close()
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 5.0):
+        """Open (or create) the database, apply pending migrations, mark dead runs interrupted.
+
+        Args:
+            path: Database file; `default_db_path()` when None. Missing parent
+                directories are created.
+            busy_timeout_s: How long a write waits for another process's lock
+                before it fails with StoreError.
+
+        Raises:
+            StoreError: The file is read-only, locked, not a database, or cannot be created.
+        """
+        if isinstance(busy_timeout_s, bool) or not isinstance(busy_timeout_s, int | float):
+            msg = f"busy_timeout_s must be a number of seconds, got {busy_timeout_s!r}"
+            raise StoreError(msg, kind="invalid")
+        if busy_timeout_s < 0:
+            msg = f"busy_timeout_s must be at least 0, got {busy_timeout_s}"
+            raise StoreError(msg, kind="invalid")
+        self.path = Path(path if path is not None else default_db_path()).expanduser().resolve()
+        self.busy_timeout_s = float(busy_timeout_s)
+        self._backend = SQLiteBackend(self.path, busy_timeout_s=self.busy_timeout_s)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Finish pending writes and close every connection. Idempotent."""
+        self._backend.close()
+
+    def connect_readonly(self) -> sqlite3.Connection:
+        """A new read-only SQLite connection (rows as `sqlite3.Row`); the caller closes it.
+
+        Used for long streaming reads such as exports, which should not share the
+        per-thread connection.
+        """
+        return self._backend.connect_readonly()
+
+    # --- rubrics ------------------------------------------------------------------------
+
+    def save_rubric_version(
+        self, name: str, text: str, *, tags: list[str] | None = None, note: str = ""
+    ) -> dict[str, Any]:
+        """Save `text` as the next version of rubric `name` (created if new).
+
+        Saving the same text as the latest version returns that version unchanged.
+
+        Returns:
+            The version row: {id, rubric_id, name, version, text, criteria, note, created_at}.
+
+        Raises:
+            RubricError: The text is not a usable rubric.
+            StoreError: The name, tags or note are invalid.
+        """
+        name = clean_name(name)
+        criteria = validate_rubric(text)
+        note = require_text(note if note is not None else "", "note", allow_empty=True)
+        clean = None if tags is None else clean_tags(tags)
+        version_id = self._backend.save_rubric_version(
+            name, text.strip(), criteria, note=note, tags=clean
+        )
+        return self.get_rubric_version(version_id)
+
+    def set_rubric_tags(self, name: str, tags: list[str]) -> None:
+        """Replace the tags of rubric `name`.
+
+        Raises:
+            StoreError: No rubric has that name, or a tag is invalid.
+        """
+        self._backend.set_rubric_tags(clean_name(name), clean_tags(tags))
+
+    def list_rubrics(self) -> list[dict[str, Any]]:
+        """Every rubric, by name: {id, name, tags, latest_version, latest_version_id, versions, updated_at}."""
+        return self._backend.list_rubrics()
+
+    def rubric_versions(self, name: str) -> list[dict[str, Any]]:
+        """Every version of rubric `name`, oldest first.
+
+        Raises:
+            StoreError: No rubric has that name.
+        """
+        return self._backend.rubric_versions(clean_name(name))
+
+    def get_rubric_version(self, version_id: int) -> dict[str, Any]:
+        """One version row by id.
+
+        Raises:
+            StoreError: No version has that id.
+        """
+        return self._backend.get_rubric_version(require_int(version_id, "version_id"))
+
+    # --- runs: writes -------------------------------------------------------------------
+
+    def create_run(
+        self,
+        *,
+        rubric_version_id: int,
+        input: str,
+        agent_model: str,
+        grader_model: str,
+        grader_tools: Sequence[str] = (),
+        max_iterations: int,
+        agent_kind: str,
+        agent_system_prompt: str | None = None,
+        grader_system_prompt: str | None = None,
+        thread_id: str | None = None,
+        batch_id: str | None = None,
+    ) -> int:
+        """Record a new run with status `running`, owned by this process; returns its id.
+
+        Raises:
+            StoreError: A field is invalid or the rubric version does not exist.
+        """
+        require_int(rubric_version_id, "rubric_version_id")
+        require_text(input, "input")
+        require_text(agent_model, "agent_model")
+        require_text(grader_model, "grader_model")
+        if isinstance(grader_tools, str) or not isinstance(grader_tools, Iterable):
+            msg = f"grader_tools must be a list of tool names, got {grader_tools!r}"
+            raise StoreError(msg, kind="invalid")
+        tools = [require_text(tool, "grader tool name").strip() for tool in grader_tools]
+        require_int(max_iterations, "max_iterations", minimum=1)
+        if agent_kind not in AGENT_KINDS:
+            msg = f"agent_kind must be one of {', '.join(AGENT_KINDS)}, got {agent_kind!r}"
+            raise StoreError(msg, kind="invalid")
+        optional_text(agent_system_prompt, "agent_system_prompt")
+        optional_text(grader_system_prompt, "grader_system_prompt")
+        optional_text(thread_id, "thread_id")
+        optional_text(batch_id, "batch_id")
+        values = {
+            "rubric_version_id": rubric_version_id,
+            "input": input,
+            "agent_model": agent_model.strip(),
+            "grader_model": grader_model.strip(),
+            "grader_tools": tools,
+            "max_iterations": max_iterations,
+            "agent_kind": agent_kind,
+            "agent_system_prompt": agent_system_prompt,
+            "grader_system_prompt": grader_system_prompt,
+            "thread_id": thread_id,
+            "batch_id": batch_id,
+        }
+        return self._backend.create_run(values, current_owner())
+
+    def record_evaluation(self, run_id: int, evaluation: RubricEvaluation) -> int:
+        """Commit one grading pass and its criterion verdicts; returns the evaluation id.
+
+        Idempotent on (run_id, grading_run_id, iteration): recording the same pass
+        again (a resumed run) updates it in place and returns the same id.
+
+        Raises:
+            StoreError: Unknown run, or the evaluation dict is malformed.
+        """
+        run_id = require_int(run_id, "run_id")
+        values, criteria = evaluation_row(evaluation)
+        return self._backend.record_evaluation(run_id, values, criteria)
+
+    def save_transcript(
+        self, run_id: int, messages: Sequence[BaseMessage | Mapping[str, Any]]
+    ) -> None:
+        """Replace the stored transcript of a run; grader-injected messages are flagged.
+
+        Raises:
+            StoreError: Unknown run, or `messages` is not a list.
+        """
+        run_id = require_int(run_id, "run_id")
+        if isinstance(messages, str | bytes) or not isinstance(messages, Iterable):
+            msg = f"messages must be a list of messages, got {type(messages).__name__}"
+            raise StoreError(msg, kind="invalid")
+        rows = [message_row(run_id, position, m) for position, m in enumerate(messages)]
+        self._backend.save_transcript(run_id, rows)
+
+    def finish_run(
+        self,
+        run_id: int,
+        *,
+        status: str,
+        final_output: str = "",
+        error: str | None = None,
+        agent_input_tokens: int = 0,
+        agent_output_tokens: int = 0,
+    ) -> None:
+        """Close a run with its final status, output and agent token usage.
+
+        Raises:
+            StoreError: Unknown run, or a status that is not a final one.
+        """
+        run_id = require_int(run_id, "run_id")
+        if status not in _FINAL_STATUSES:
+            msg = f"finish_run status must be one of {', '.join(_FINAL_STATUSES)}, got {status!r}"
+            raise StoreError(msg, kind="invalid")
+        require_text(
+            final_output if final_output is not None else "", "final_output", allow_empty=True
+        )
+        optional_text(error, "error")
+        require_int(agent_input_tokens, "agent_input_tokens", minimum=0)
+        require_int(agent_output_tokens, "agent_output_tokens", minimum=0)
+        values = {
+            "status": status,
+            "final_output": final_output or "",
+            "error": error,
+            "agent_input_tokens": agent_input_tokens,
+            "agent_output_tokens": agent_output_tokens,
+        }
+        self._backend.finish_run(run_id, values)
+
+    def resume_run(self, run_id: int) -> None:
+        """Mark a run `running` again, owned by this process (resuming from its checkpoint).
+
+        Raises:
+            StoreError: Unknown run.
+        """
+        self._backend.resume_run(require_int(run_id, "run_id"), current_owner())
+
+    # --- runs: reads --------------------------------------------------------------------
+
+    def run_filter_sql(
+        self, filters: RunFilters | None = None, **filter_args: Any
+    ) -> tuple[str, list[Any]]:
+        """A SQLite `WHERE` clause over `runs r` for the filters, and its parameters.
+
+        `model` matches the agent or the grader model; `status` may be one status
+        or a list; `since` is inclusive and `until` exclusive (a bare date in
+        `until` includes that whole day). See `RunFilters`.
+
+        Raises:
+            StoreError: Unknown rubric, version or status, or an unreadable date.
+        """
+        return self._backend.run_filter_sql(RunFilters.from_args(filters, **filter_args))
+
+    def get_run(self, run_id: int) -> dict[str, Any]:
+        """One run, with rubric name and version, iterations, grader token sums, duration.
+
+        Raises:
+            StoreError: No run has that id.
+        """
+        return self._backend.get_run(require_int(run_id, "run_id"))
+
+    def list_runs(
+        self,
+        filters: RunFilters | None = None,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        **filter_args: Any,
+    ) -> list[dict[str, Any]]:
+        """A page of runs, newest first (`started_at DESC, id DESC`).
+
+        Args:
+            filters: Which runs; refined by `filter_args` (the `RunFilters` field names).
+            limit: Runs per page, 1 to 10,000.
+            offset: Runs to skip.
+
+        Raises:
+            StoreError: A filter is invalid (see `RunFilters`), or limit/offset are.
+        """
+        limit = require_int(limit, "limit", minimum=1)
+        if limit > MAX_PAGE:
+            msg = f"limit must be at most {MAX_PAGE}, got {limit}"
+            raise StoreError(msg, kind="invalid")
+        offset = require_int(offset, "offset", minimum=0)
+        chosen = RunFilters.from_args(filters, **filter_args)
+        return self._backend.list_runs(chosen, limit=limit, offset=offset)
+
+    def count_runs(self, filters: RunFilters | None = None, **filter_args: Any) -> int:
+        """How many runs match the filters of `list_runs`."""
+        return self._backend.count_runs(RunFilters.from_args(filters, **filter_args))
+
+    def run_evaluations(self, run_id: int) -> list[dict[str, Any]]:
+        """A run's grading passes, oldest first, each shaped like `RubricEvaluation` plus `id`.
+
+        Raises:
+            StoreError: No run has that id.
+        """
+        return self._backend.run_evaluations(require_int(run_id, "run_id"))
+
+    def transcript(self, run_id: int) -> list[dict[str, Any]]:
+        """A run's stored messages: {position, role, name, content, is_grader, tool_calls, tool_call_id}.
+
+        Raises:
+            StoreError: No run has that id.
+        """
+        return self._backend.transcript(require_int(run_id, "run_id"))
+
+    def criterion_pass_rates(
+        self, filters: RunFilters | None = None, *, final_only: bool = False, **filter_args: Any
+    ) -> list[dict[str, Any]]:
+        """Per-criterion pass counts over the matching runs' passes, computed in SQL.
+
+        Args:
+            filters: Which runs; refined by `filter_args` (the `RunFilters` field names).
+            final_only: Count only each run's last pass (its final verdict)
+                instead of every pass.
+
+        Returns:
+            {criterion, passed, total, pass_rate, position} in rubric order.
+        """
+        chosen = RunFilters.from_args(filters, **filter_args)
+        return self._backend.criterion_pass_rates(chosen, final_only=final_only)

@@ -1,0 +1,163 @@
+"""What the store keeps of one transcript message and one grading pass, checked field by field."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from rubric_core.messages import content_text, is_grader_feedback
+from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES
+from rubric_core.store.errors import StoreError
+from rubric_core.store.validation import require_int, require_text
+
+__all__ = ["CriterionRow", "MessageRow", "evaluation_row", "message_row"]
+
+_REQUIRED_EVALUATION_KEYS = ("grading_run_id", "iteration", "result", "status", "criteria")
+_MESSAGE_FIELDS = ("name", "content", "additional_kwargs", "tool_calls", "tool_call_id")
+
+
+class MessageRow(NamedTuple):
+    """One transcript message as stored (`tool_calls` as `{name, args, id}` dicts)."""
+
+    run_id: int
+    position: int
+    role: str
+    name: str | None
+    content: str
+    is_grader: bool
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str | None
+
+
+class CriterionRow(NamedTuple):
+    """One criterion verdict of a pass, in rubric order."""
+
+    position: int
+    criterion: str
+    passed: bool
+    gap: str | None
+
+
+def message_row(run_id: int, position: int, message: object) -> MessageRow:
+    """The stored form of a LangChain message or of a message mapping.
+
+    The text follows `messages.content_text`; grader feedback is recognised by
+    `messages.is_grader_feedback`.
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage
+        >>> row = message_row(1, 0, AIMessage("hi", tool_calls=[{"name": "t", "args": {}, "id": "c"}]))
+        >>> row.role, row.content, row.is_grader, row.tool_calls
+        ('ai', 'hi', False, [{'name': 't', 'args': {}, 'id': 'c'}])
+    """
+    if isinstance(message, Mapping):
+        fields: Mapping[str, Any] = message
+        role = message.get("role") or message.get("type") or "unknown"
+    else:
+        fields = {key: getattr(message, key, None) for key in _MESSAGE_FIELDS}
+        role = getattr(message, "type", None) or type(message).__name__
+    name = fields.get("name")
+    tool_call_id = fields.get("tool_call_id")
+    calls = [
+        {"name": call.get("name"), "args": call.get("args", {}), "id": call.get("id")}
+        if isinstance(call, Mapping)
+        else {"name": str(call), "args": {}, "id": None}
+        for call in fields.get("tool_calls") or []
+    ]
+    return MessageRow(
+        run_id,
+        position,
+        str(role),
+        None if name is None else str(name),
+        content_text(fields.get("content")),
+        is_grader_feedback(fields),
+        calls,
+        None if tool_call_id is None else str(tool_call_id),
+    )
+
+
+def _number(evaluation: Mapping[str, Any], key: str, default: float) -> float:
+    value = evaluation.get(key, default)
+    if value is None:
+        value = default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        msg = f"evaluation {key} must be a number, got {value!r}"
+        raise StoreError(msg, kind="invalid")
+    return float(value)
+
+
+def _count(evaluation: Mapping[str, Any], key: str) -> int:
+    value = evaluation.get(key, 0)
+    return require_int(0 if value is None else value, f"evaluation {key}", minimum=0)
+
+
+def _criterion_rows(criteria: object) -> list[CriterionRow]:
+    if isinstance(criteria, str | bytes) or not isinstance(criteria, Sequence):
+        msg = f"evaluation criteria must be a list, got {type(criteria).__name__}"
+        raise StoreError(msg, kind="invalid")
+    rows: list[CriterionRow] = []
+    for position, verdict in enumerate(criteria):
+        where = f"evaluation criteria[{position}]"
+        if not isinstance(verdict, Mapping):
+            msg = f"{where} must be a dict with name and passed"
+            raise StoreError(msg, kind="invalid")
+        name = verdict.get("name")
+        if not isinstance(name, str) or not name.strip():
+            msg = f"{where} has no name"
+            raise StoreError(msg, kind="invalid")
+        passed = verdict.get("passed")
+        if not isinstance(passed, bool):
+            msg = f"{where} ({name!r}) passed must be true or false, got {passed!r}"
+            raise StoreError(msg, kind="invalid")
+        gap = verdict.get("gap")
+        if gap is not None and not isinstance(gap, str):
+            msg = f"{where} ({name!r}) gap must be a string"
+            raise StoreError(msg, kind="invalid")
+        rows.append(CriterionRow(position, name.strip(), passed, gap or None))
+    return rows
+
+
+def evaluation_row(evaluation: object) -> tuple[dict[str, Any], list[CriterionRow]]:
+    """Validate a `RubricEvaluation` dict; returns its column values and criterion rows.
+
+    Raises:
+        StoreError: Of kind `invalid`, naming the field that is missing or wrong.
+    """
+    if not isinstance(evaluation, Mapping):
+        msg = f"evaluation must be a RubricEvaluation dict, got {type(evaluation).__name__}"
+        raise StoreError(msg, kind="invalid")
+    missing = [key for key in _REQUIRED_EVALUATION_KEYS if key not in evaluation]
+    if missing:
+        msg = f"evaluation is missing {', '.join(missing)}"
+        raise StoreError(msg, kind="invalid")
+    grading_run_id = evaluation["grading_run_id"]
+    if not isinstance(grading_run_id, str) or not grading_run_id.strip():
+        msg = f"evaluation grading_run_id must be a non-empty string, got {grading_run_id!r}"
+        raise StoreError(msg, kind="invalid")
+    iteration = require_int(evaluation["iteration"], "evaluation iteration", minimum=0)
+    result = evaluation["result"]
+    if result not in EVALUATION_RESULTS:
+        msg = f"evaluation result {result!r} is not one of {', '.join(EVALUATION_RESULTS)}"
+        raise StoreError(msg, kind="invalid")
+    status = evaluation["status"]
+    if status not in RUBRIC_STATUSES:
+        msg = f"evaluation status {status!r} is not one of {', '.join(RUBRIC_STATUSES)}"
+        raise StoreError(msg, kind="invalid")
+    values = {
+        "grading_run_id": grading_run_id,
+        "iteration": iteration,
+        "result": result,
+        "status": status,
+        "explanation": require_text(
+            evaluation.get("explanation") or "", "evaluation explanation", allow_empty=True
+        ),
+        "draft": require_text(evaluation.get("draft") or "", "evaluation draft", allow_empty=True),
+        "started_at": _number(evaluation, "started_at", time.time()),
+        "duration_s": _number(evaluation, "duration_s", 0.0),
+        "grader_attempts": _count(evaluation, "grader_attempts"),
+        "grader_input_tokens": _count(evaluation, "grader_input_tokens"),
+        "grader_output_tokens": _count(evaluation, "grader_output_tokens"),
+    }
+    return values, _criterion_rows(evaluation["criteria"])

@@ -1,0 +1,167 @@
+"""The SQLite schema as named, transactional sqlite-utils migrations, applied on open."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+__all__ = ["MIGRATIONS", "apply_migrations"]
+
+MIGRATIONS = Migrations("rubric_studio")
+"""Named, transactional schema migrations; append new steps, never edit applied ones."""
+
+
+@MIGRATIONS(name="0001_rubrics")
+def _m0001_rubrics(db: Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE rubrics (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE rubric_versions (
+            id INTEGER PRIMARY KEY,
+            rubric_id INTEGER NOT NULL REFERENCES rubrics(id),
+            version INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            criteria TEXT NOT NULL,  -- JSON list of criterion strings, rubric order
+            note TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            UNIQUE (rubric_id, version)
+        );
+        CREATE TABLE rubric_tags (
+            rubric_id INTEGER NOT NULL REFERENCES rubrics(id),
+            tag TEXT NOT NULL,
+            PRIMARY KEY (rubric_id, tag)
+        ) WITHOUT ROWID;
+        CREATE INDEX idx_rubric_tags_tag ON rubric_tags (tag);
+        """
+    )
+
+
+@MIGRATIONS(name="0002_runs")
+def _m0002_runs(db: Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            rubric_id INTEGER NOT NULL REFERENCES rubrics(id),
+            rubric_version_id INTEGER NOT NULL REFERENCES rubric_versions(id),
+            input TEXT NOT NULL,
+            agent_model TEXT NOT NULL,
+            grader_model TEXT NOT NULL,
+            grader_tools TEXT NOT NULL DEFAULT '[]',  -- JSON list of tool names
+            max_iterations INTEGER NOT NULL,
+            agent_kind TEXT NOT NULL,
+            agent_system_prompt TEXT,
+            grader_system_prompt TEXT,
+            thread_id TEXT,
+            batch_id TEXT,
+            status TEXT NOT NULL,
+            iterations INTEGER NOT NULL DEFAULT 0,
+            last_result TEXT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            duration_s REAL,
+            final_output TEXT NOT NULL DEFAULT '',
+            error TEXT,
+            agent_input_tokens INTEGER NOT NULL DEFAULT 0,
+            agent_output_tokens INTEGER NOT NULL DEFAULT 0,
+            grader_input_tokens INTEGER NOT NULL DEFAULT 0,
+            grader_output_tokens INTEGER NOT NULL DEFAULT 0,
+            pid INTEGER,
+            host TEXT,
+            proc_start TEXT
+        );
+        CREATE INDEX idx_runs_started ON runs (started_at, id);
+        CREATE INDEX idx_runs_rubric ON runs (rubric_id, started_at, id);
+        CREATE INDEX idx_runs_version ON runs (rubric_version_id, started_at, id);
+        CREATE INDEX idx_runs_status ON runs (status, started_at, id);
+        CREATE INDEX idx_runs_agent_model ON runs (agent_model, started_at, id);
+        CREATE INDEX idx_runs_grader_model ON runs (grader_model, started_at, id);
+        CREATE INDEX idx_runs_batch ON runs (batch_id, started_at, id) WHERE batch_id IS NOT NULL;
+        CREATE INDEX idx_runs_thread ON runs (thread_id) WHERE thread_id IS NOT NULL;
+        """
+    )
+
+
+@MIGRATIONS(name="0003_evaluations")
+def _m0003_evaluations(db: Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE evaluations (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            grading_run_id TEXT NOT NULL,
+            iteration INTEGER NOT NULL,
+            result TEXT NOT NULL,
+            status TEXT NOT NULL,
+            explanation TEXT NOT NULL DEFAULT '',
+            draft TEXT NOT NULL DEFAULT '',
+            started_at REAL NOT NULL,  -- Unix time, as in RubricEvaluation
+            duration_s REAL NOT NULL DEFAULT 0,
+            grader_attempts INTEGER NOT NULL DEFAULT 0,
+            grader_input_tokens INTEGER NOT NULL DEFAULT 0,
+            grader_output_tokens INTEGER NOT NULL DEFAULT 0,
+            recorded_at TEXT NOT NULL,
+            UNIQUE (run_id, grading_run_id, iteration)
+        );
+        CREATE INDEX idx_evaluations_run_time ON evaluations (run_id, started_at);
+        -- Clustered by pass: a run's detail, the export and pass rates read ranges of it.
+        CREATE TABLE criterion_results (
+            evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+            position INTEGER NOT NULL,
+            run_id INTEGER NOT NULL,
+            criterion TEXT NOT NULL,
+            passed INTEGER NOT NULL,
+            gap TEXT,
+            PRIMARY KEY (evaluation_id, position)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+@MIGRATIONS(name="0004_transcripts")
+def _m0004_transcripts(db: Database) -> None:
+    db.executescript(
+        """
+        CREATE TABLE transcript_messages (
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            position INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            name TEXT,
+            content TEXT NOT NULL DEFAULT '',
+            is_grader INTEGER NOT NULL DEFAULT 0,
+            tool_calls TEXT NOT NULL DEFAULT '[]',  -- JSON list of {name, args, id}
+            tool_call_id TEXT,
+            PRIMARY KEY (run_id, position)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+@MIGRATIONS(name="0005_runs_status_within_rubric_indexes")
+def _m0005_runs_status_within_rubric(db: Database) -> None:
+    # The Runs page filters a rubric (or version) by status; count it from the index alone.
+    db.executescript(
+        """
+        CREATE INDEX idx_runs_rubric_status ON runs (rubric_id, status, started_at, id);
+        CREATE INDEX idx_runs_version_status ON runs (rubric_version_id, status, started_at, id);
+        """
+    )
+
+
+def apply_migrations(db: Database) -> None:
+    """Apply every pending migration; a race with another process migrating is retried once."""
+    for attempt in range(2):
+        try:
+            MIGRATIONS.apply(db)
+            return
+        except sqlite3.OperationalError as exc:
+            # Another process migrated the same file at the same moment: look again.
+            if attempt or "already exists" not in str(exc):
+                raise

@@ -1,0 +1,59 @@
+"""The Export page's helpers: a preview of the first rows, a telling file name, the bytes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rubric_core.export import iter_rows, open_export
+from rubric_core.ui.format import one_line
+
+if TYPE_CHECKING:
+    from rubric_core.store import RunFilters, Store
+
+__all__ = ["export_bytes", "export_file_name", "preview_rows"]
+
+
+def preview_rows(
+    store: Store, dataset: str, filters: RunFilters, limit: int = 20
+) -> list[dict[str, Any]]:
+    """The first `limit` rows an export with these filters would write (cells cut to 200 chars)."""
+    rows = iter_rows(store, dataset, filters=filters)
+    try:
+        preview = []
+        for row in rows:
+            preview.append(
+                {k: one_line(v, 200) if isinstance(v, str) else v for k, v in row.items()}
+            )
+            if len(preview) >= limit:
+                break
+        return preview
+    finally:
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
+
+
+def export_file_name(dataset: str, fmt: str, filters: RunFilters) -> str:
+    """A download name that says what is in it: `rubric-studio-criteria-haiku-v3.csv`.
+
+    Examples:
+        >>> from rubric_core.store import RunFilters
+        >>> export_file_name("runs", "jsonl", RunFilters(rubric="Haiku Poems", status="satisfied"))
+        'rubric-studio-runs-haiku-poems-satisfied.jsonl'
+    """
+    parts = ["rubric-studio", dataset]
+    for value in (filters.rubric, filters.status, filters.since, filters.until):
+        if value:
+            slug = "".join(ch if ch.isalnum() else "-" for ch in str(value).lower()).strip("-")
+            parts.append("-".join(p for p in slug.split("-") if p))
+    return "-".join(parts) + f".{fmt}"
+
+
+def export_bytes(store: Store, fmt: str, dataset: str, filters: RunFilters) -> bytes:
+    """The whole export as bytes, for `st.download_button(data=lambda: ...)`.
+
+    `export.open_export` spools to a temporary file; Streamlit's deferred download
+    accepts only str, bytes or a plain file object, so the spool is read and closed here.
+    """
+    with open_export(store, fmt, dataset, filters=filters) as spool:
+        return spool.read()

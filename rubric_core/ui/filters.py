@@ -1,0 +1,104 @@
+"""The Runs and Export pages' filter widgets, validated into the store's `RunFilters`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+from rubric_core.errors import InputError
+from rubric_core.schema import RUN_STATUSES
+from rubric_core.store import RunFilters
+
+if TYPE_CHECKING:
+    from rubric_core.store import Store
+
+__all__ = ["ANY", "known_models", "parse_run_filters"]
+
+ANY = "(any)"
+"""The filter choice that means no filter."""
+
+_ANY_WORDS = {"", "any", "(any)", "all", "(all)"}
+
+
+def _chosen(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() in _ANY_WORDS:
+        return None
+    return value
+
+
+def _as_date(value: dt.date | str | None, which: str) -> dt.date | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value).strip())
+    except ValueError:
+        msg = f"{which} date {value!r} is not a date; use YYYY-MM-DD"
+        raise InputError(msg) from None
+
+
+def parse_run_filters(
+    *,
+    rubric: str | None = None,
+    version_id: int | None = None,
+    model: str | None = None,
+    status: str | None = None,
+    since: dt.date | str | None = None,
+    until: dt.date | str | None = None,
+) -> RunFilters:
+    """Validate the filter widgets into a `RunFilters`; "(any)" and blanks mean no filter.
+
+    Dates are whole days in UTC: the store reads `since` from its midnight and
+    `until` to the end of its day.
+
+    Args:
+        rubric: A rubric name, or "(any)".
+        version_id: A rubric version's id, or `None`.
+        model: A model string (agent or grader), or "(any)".
+        status: One of `schema.RUN_STATUSES`, or "(any)".
+        since: First day, as a date or `YYYY-MM-DD`.
+        until: Last day, as a date or `YYYY-MM-DD`.
+
+    Raises:
+        InputError: An unknown status, a malformed date, or `since` after `until`.
+
+    Examples:
+        >>> parse_run_filters(status="(any)", since=dt.date(2025, 1, 2)).as_kwargs()
+        {'since': '2025-01-02'}
+    """
+    status = _chosen(status)
+    if status is not None and status not in RUN_STATUSES:
+        msg = f"unknown status {status!r}; choose one of {', '.join(RUN_STATUSES)}"
+        raise InputError(msg)
+    since_day = _as_date(_chosen(since), "since")
+    until_day = _as_date(_chosen(until), "until")
+    if since_day and until_day and since_day > until_day:
+        msg = f"the 'from' date {since_day} is after the 'to' date {until_day}; swap them"
+        raise InputError(msg)
+    version = _chosen(version_id)
+    return RunFilters(
+        rubric=_chosen(rubric),
+        version_id=int(version) if version is not None else None,
+        model=_chosen(model),
+        status=status,
+        since=since_day.isoformat() if since_day else None,
+        until=until_day.isoformat() if until_day else None,
+    )
+
+
+def known_models(store: Store, limit: int = 200) -> list[str]:
+    """Model strings used by stored runs (agent or grader), for the model filter."""
+    conn = store.connect_readonly()
+    try:
+        rows = conn.execute(
+            "SELECT agent_model AS m FROM runs UNION SELECT grader_model FROM runs ORDER BY m LIMIT ?",
+            (int(limit),),
+        ).fetchall()
+    finally:
+        conn.close()
+    return [str(row[0]) for row in rows if row[0]]

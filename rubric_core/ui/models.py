@@ -1,0 +1,212 @@
+"""The Run and Batch pages' model pickers: which models can run, and what a choice means."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rubric_core.errors import InputError
+from rubric_core.rubric import parse_rubric
+from rubric_core.schema import REPLAY_PREFIX
+
+__all__ = [
+    "MODEL_SOURCES",
+    "ModelsMode",
+    "combine_models",
+    "model_choice",
+    "models_mode",
+    "replay_scenario_mismatch",
+    "replay_spec",
+    "spec_error_hint",
+]
+
+MODEL_SOURCES: dict[str, str] = {
+    "replay": "Replay scenario (offline)",
+    "provider": "Provider model (provider:model-id)",
+    "base_url": "OpenAI-compatible server (base URL)",
+}
+"""The Run page's ways to pick a model, with their labels."""
+
+
+@dataclass(frozen=True)
+class ModelsMode:
+    """Whether the dashboard can run real models or only offline replays, for the sidebar."""
+
+    real: bool
+    """A provider API key or an OpenAI-compatible base URL is configured."""
+    providers: tuple[str, ...]
+    """Providers whose API key is set."""
+    base_url: str | None
+    """The configured OpenAI-compatible endpoint, if any."""
+    summary: str
+    """One or two sentences saying which it is, plainly."""
+
+
+def models_mode(key_status: Iterable[Mapping[str, Any]], base_url: str | None = None) -> ModelsMode:
+    """Describe which models can run, from `models.api_key_status()` and the base URL.
+
+    Examples:
+        >>> models_mode([{"provider": "openai", "configured": False}]).real
+        False
+        >>> models_mode([{"provider": "openai", "configured": True}]).providers
+        ('openai',)
+    """
+    providers = tuple(str(s["provider"]) for s in key_status if s.get("configured"))
+    base_url = (base_url or "").strip() or None
+    if providers or base_url:
+        found = [f"API key for {', '.join(providers)}"] if providers else []
+        if base_url:
+            found.append(f"OpenAI-compatible server at {base_url}")
+        summary = "Real models: " + "; ".join(found) + ". Replay scenarios stay available offline."
+        return ModelsMode(True, providers, base_url, summary)
+    summary = (
+        "Offline replay: no API key or base URL is configured, so the models replay "
+        "scripted responses (no network, no cost; they judge nothing themselves). "
+        "Put API keys in .streamlit/secrets.toml to use real models."
+    )
+    return ModelsMode(False, (), None, summary)
+
+
+def replay_spec(scenario: str) -> str:
+    """The model string for a replay scenario.
+
+    Examples:
+        >>> replay_spec("haiku")
+        'replay:haiku'
+    """
+    return f"{REPLAY_PREFIX}{scenario}"
+
+
+def model_choice(
+    source: str,
+    *,
+    scenario: str = "",
+    provider_string: str = "",
+    base_url: str = "",
+    base_url_model: str = "",
+) -> tuple[str, str | None]:
+    """Turn one model picker of the Run page into `(model_spec, base_url)`.
+
+    Args:
+        source: `"replay"`, `"provider"` or `"base_url"` (see `MODEL_SOURCES`).
+        scenario: The replay scenario's name (source `"replay"`).
+        provider_string: `"provider:model-id"` (source `"provider"`).
+        base_url: OpenAI-compatible endpoint (source `"base_url"`).
+        base_url_model: Model name to request from that endpoint.
+
+    Raises:
+        InputError: Naming the missing or malformed field.
+
+    Examples:
+        >>> model_choice("replay", scenario="haiku")
+        ('replay:haiku', None)
+        >>> model_choice("base_url", base_url="http://127.0.0.1:8080/v1", base_url_model="m")
+        ('openai-compatible:m', 'http://127.0.0.1:8080/v1')
+    """
+    if source == "replay":
+        if not scenario.strip():
+            msg = "pick a replay scenario"
+            raise InputError(msg)
+        return replay_spec(scenario.strip()), None
+    if source == "provider":
+        spec = provider_string.strip()
+        provider, sep, model_id = spec.partition(":")
+        if not sep or not provider.strip() or not model_id.strip():
+            msg = (
+                f"model {spec!r} is not of the form provider:model-id "
+                "(for example openai:gpt-4.1-mini or anthropic:claude-haiku-4-5)"
+            )
+            raise InputError(msg)
+        return spec, None
+    if source == "base_url":
+        url = base_url.strip()
+        if not url.startswith(("http://", "https://")):
+            msg = (
+                f"base URL {url!r} must start with http:// or https:// "
+                "(for example http://127.0.0.1:8080/v1)"
+            )
+            raise InputError(msg)
+        name = base_url_model.strip()
+        if not name:
+            msg = "name the model to ask the server for (the llama.cpp alias, e.g. smollm2-135m)"
+            raise InputError(msg)
+        return f"openai-compatible:{name}", url
+    msg = f"unknown model source {source!r}; use one of {', '.join(MODEL_SOURCES)}"
+    raise InputError(msg)
+
+
+def combine_models(
+    agent: tuple[str, str | None], grader: tuple[str, str | None]
+) -> tuple[str, str, str | None]:
+    """Merge the agent's and grader's choices into `(agent_spec, grader_spec, base_url)`.
+
+    A run has one base URL for both models (replay models ignore it), so two
+    different servers, or a server for one and a provider model for the other,
+    cannot be combined; the error says so.
+
+    Raises:
+        InputError: The two choices need different endpoints.
+
+    Examples:
+        >>> combine_models(("openai-compatible:m", "http://h/v1"), ("replay:haiku", None))
+        ('openai-compatible:m', 'replay:haiku', 'http://h/v1')
+    """
+    (agent_spec, agent_url), (grader_spec, grader_url) = agent, grader
+    urls = {u for u in (agent_url, grader_url) if u}
+    if len(urls) > 1:
+        msg = "the agent and the grader must use the same base URL (a run has one server)"
+        raise InputError(msg)
+    base_url = next(iter(urls), None)
+    if base_url:
+        for role, spec, url in (
+            ("agent", agent_spec, agent_url),
+            ("grader", grader_spec, grader_url),
+        ):
+            if not url and not spec.startswith(REPLAY_PREFIX):
+                msg = (
+                    f"the {role} uses {spec!r} while the other model uses the server at "
+                    f"{base_url}; a run sends both non-replay models to that server, so pick "
+                    f"the server (or a replay scenario) for the {role} too"
+                )
+                raise InputError(msg)
+    return agent_spec, grader_spec, base_url
+
+
+def replay_scenario_mismatch(
+    model_spec: str, scenarios: Iterable[Mapping[str, Any]], criteria: Sequence[str]
+) -> str | None:
+    """The replay scenario a model plays if its scripted rubric differs from `criteria`, else None.
+
+    Replay graders answer from a script written for their scenario's rubric; pointed at
+    another rubric their verdicts name the wrong criteria.
+
+    Examples:
+        >>> scenarios = [{"name": "haiku", "rubric": "- three lines"}]
+        >>> replay_scenario_mismatch("replay:haiku", scenarios, ["five lines"])
+        'haiku'
+        >>> replay_scenario_mismatch("replay:haiku", scenarios, ["three lines"]) is None
+        True
+    """
+    if not model_spec.startswith(REPLAY_PREFIX):
+        return None
+    name = model_spec.removeprefix(REPLAY_PREFIX).split("?", 1)[0]
+    scenario = next((s for s in scenarios if s.get("name") == name), None)
+    if scenario is None or parse_rubric(str(scenario.get("rubric") or "")) == list(criteria):
+        return None
+    return name
+
+
+def spec_error_hint(message: str) -> str:
+    """Add what to do to a run-spec error (missing keys go in `.streamlit/secrets.toml`).
+
+    Examples:
+        >>> spec_error_hint("input: is empty")
+        'input: is empty'
+    """
+    if "API key" in message:
+        return (
+            f"{message}. Put the key in .streamlit/secrets.toml (see secrets.toml.example) "
+            "and restart the dashboard, or choose a replay scenario."
+        )
+    return message

@@ -1,0 +1,119 @@
+"""The Rubrics page's helpers: templates to start from, tags, version labels and diffs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rubric_core.ui.format import format_timestamp
+from rubric_core.ui.passes import draft_diff
+
+__all__ = [
+    "RUBRIC_TEMPLATES",
+    "criteria_changes",
+    "parse_tags",
+    "scenario_templates",
+    "version_diff",
+    "version_label",
+]
+
+RUBRIC_TEMPLATES: dict[str, str] = {
+    "Code with tests": (
+        "- The answer contains one Python function that solves the task\n"
+        "- All unit tests pass when the test suite is run\n"
+        "- The function has a docstring that states its inputs and output\n"
+        "- Empty and invalid inputs are handled without crashing\n"
+    ),
+    "Haiku": (
+        "- The poem has exactly three lines\n"
+        "- The lines have 5, 7 and 5 syllables\n"
+        "- It names or evokes a season\n"
+        "- There is no title and no commentary around the poem\n"
+    ),
+    "Report sections": (
+        "- Starts with a one-line title\n"
+        "- Has a section headed Summary\n"
+        "- Has a section headed Findings with at least three findings\n"
+        "- Has a section headed Recommendations\n"
+        "- Each recommendation follows from a finding\n"
+    ),
+}
+"""Starting points on the Rubrics page: one checklist per common kind of task."""
+
+
+def parse_tags(text: str | Iterable[str]) -> list[str]:
+    """Tags from a comma-separated string (or a list), trimmed, lower-cased, de-duplicated.
+
+    Examples:
+        >>> parse_tags(" Haiku, poetry,, haiku ")
+        ['haiku', 'poetry']
+    """
+    parts = text.split(",") if isinstance(text, str) else list(text)
+    tags: list[str] = []
+    for part in parts:
+        tag = " ".join(str(part).split()).lower()
+        if tag and tag not in tags:
+            tags.append(tag)
+    return tags
+
+
+def version_label(version: Mapping[str, Any]) -> str:
+    """How a rubric version appears in pickers: `"v2 · 2025-01-31 12:00 · tighter title rule"`.
+
+    Examples:
+        >>> version_label({"version": 2, "created_at": "2025-01-31T12:00:00+00:00", "note": "x"})
+        'v2 · 2025-01-31 12:00 · x'
+    """
+    parts = [f"v{version['version']}", format_timestamp(version.get("created_at"))]
+    note = " ".join(str(version.get("note") or "").split())
+    if note:
+        parts.append(note[:60])
+    return " · ".join(p for p in parts if p)
+
+
+def version_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """Unified diff between two rubric versions' texts, labelled with their version numbers.
+
+    Examples:
+        >>> print(version_diff({"name": "r", "version": 1, "text": "- a"},
+        ...                    {"name": "r", "version": 2, "text": "- b"}))
+        --- r v1
+        +++ r v2
+        @@ -1 +1 @@
+        -- a
+        +- b
+    """
+    return draft_diff(
+        str(old.get("text") or ""),
+        str(new.get("text") or ""),
+        label_a=f"{old.get('name', 'rubric')} v{old.get('version', '?')}",
+        label_b=f"{new.get('name', 'rubric')} v{new.get('version', '?')}",
+    )
+
+
+def criteria_changes(old: Sequence[str], new: Sequence[str]) -> dict[str, list[str]]:
+    """Criteria added to and removed from a rubric between two versions.
+
+    Examples:
+        >>> criteria_changes(["a", "b"], ["b", "c"])
+        {'added': ['c'], 'removed': ['a']}
+    """
+    old_set, new_set = set(old), set(new)
+    return {
+        "added": [c for c in new if c not in old_set],
+        "removed": [c for c in old if c not in new_set],
+    }
+
+
+def scenario_templates(scenarios: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Rubric templates from the replay scenarios, keyed `"Scenario: <title>"`.
+
+    Examples:
+        >>> scenario_templates([{"name": "haiku", "title": "Haiku demo", "rubric": "- a"}])
+        {'Scenario: Haiku demo': '- a'}
+    """
+    return {
+        f"Scenario: {s.get('title') or s['name']}": str(s["rubric"])
+        for s in scenarios
+        if s.get("rubric")
+    }
