@@ -186,20 +186,7 @@ def _raw_batches(
     """Stream the dataset's rows as tuples, `size` per batch (the query is built at once)."""
     where, params = store.run_filter_sql(filters)
     sql = (_CRITERIA_SELECT if dataset == "criteria" else _RUNS_SELECT).format(where=where)
-    return _fetch(store, sql, params, max(1, size))
-
-
-def _fetch(
-    store: Store, sql: str, params: list[Any], size: int
-) -> Generator[list[tuple[Any, ...]], None, None]:
-    conn = store.connect_readonly()
-    conn.row_factory = None
-    try:
-        cursor = conn.execute(sql, params)
-        while batch := cursor.fetchmany(size):
-            yield batch
-    finally:
-        conn.close()
+    return store.stream_rows(sql, params, size=max(1, size))
 
 
 def iter_rows(

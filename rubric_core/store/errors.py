@@ -16,7 +16,7 @@ __all__ = [
     "unknown_version",
 ]
 
-StoreErrorKind = Literal["invalid", "locked", "read_only", "missing", "io"]
+StoreErrorKind = Literal["invalid", "locked", "read_only", "missing", "io", "unreachable", "auth"]
 """What went wrong, so callers choose what to say without reading the message.
 
 - `invalid`: a bad argument: a value that fails validation, an unknown id or name, a
@@ -25,6 +25,9 @@ StoreErrorKind = Literal["invalid", "locked", "read_only", "missing", "io"]
 - `read_only`: the file or its folder cannot be written (read-only, permission denied).
 - `missing`: the file was deleted, moved or replaced, or cannot be opened.
 - `io`: any other database or disk failure (a file that is not a database, a full disk).
+- `unreachable`: the database server does not answer (wrong host or port, server down,
+  connection lost mid-run). Nothing after the failed call was written.
+- `auth`: the server refused the user name or password.
 """
 
 STORE_ERROR_KINDS: tuple[StoreErrorKind, ...] = get_args(StoreErrorKind)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,8 +12,9 @@ from rubric_core.schema import AGENT_KINDS, RUN_STATUSES
 from rubric_core.store.errors import StoreError
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import current_owner
-from rubric_core.store.paths import default_db_path
+from rubric_core.store.paths import default_db_target, is_postgres_url, redact_url
 from rubric_core.store.rows import evaluation_row, message_row
+from rubric_core.store.sqlbase import SQLBackend
 from rubric_core.store.sqlite import SQLiteBackend
 from rubric_core.store.validation import (
     MAX_PAGE,
@@ -39,9 +40,16 @@ _FINAL_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
 class Store:
     """Rubrics, runs, grading passes and transcripts, kept in one database.
 
-    The only backend today is SQLite (`rubric_core.store.sqlite`): every write goes to
-    one writer thread that owns the only write connection and commits before the call
-    returns; reads use one read-only connection per thread. Safe to share across threads.
+    Two backends, one API and one set of queries (`rubric_core.store.sqlbase`):
+
+    - SQLite (a file path; `rubric_core.store.sqlite`): every write goes to one writer
+      thread that owns the only write connection and commits before the call returns;
+      reads use one read-only connection per thread.
+    - PostgreSQL (a `postgresql://` URL; `rubric_core.store.postgres`): a psycopg 3
+      connection pool; every write is one transaction committed before the call
+      returns. Many processes and hosts may share the database.
+
+    Safe to share across threads.
 
     Run queries (`list_runs`, `count_runs`, `criterion_pass_rates`, and the exports) take
     a `RunFilters` as `filters`, or its fields as keyword arguments (which refine
@@ -58,17 +66,27 @@ class Store:
         >>> store.close()
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 5.0):
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        busy_timeout_s: float = 5.0,
+        pool_size: int = 8,
+    ):
         """Open (or create) the database, apply pending migrations, mark dead runs interrupted.
 
         Args:
-            path: Database file; `default_db_path()` when None. Missing parent
-                directories are created.
-            busy_timeout_s: How long a write waits for another process's lock
-                before it fails with StoreError.
+            path: A database file (SQLite), or a `postgresql://` URL (PostgreSQL);
+                `default_db_target()` (`$RUBRIC_STUDIO_DB`) when None. Missing parent
+                directories of a file are created.
+            busy_timeout_s: How long a write waits for another process's lock (SQLite),
+                or for a server connection (PostgreSQL), before it fails with StoreError.
+            pool_size: Most connections a PostgreSQL store holds open (ignored by SQLite).
 
         Raises:
-            StoreError: The file is read-only, locked, not a database, or cannot be created.
+            StoreError: The file is read-only, locked, not a database, or cannot be created;
+                the server does not answer (`unreachable`), refuses the user or password
+                (`auth`), or has no such database (`missing`).
         """
         if isinstance(busy_timeout_s, bool) or not isinstance(busy_timeout_s, int | float):
             msg = f"busy_timeout_s must be a number of seconds, got {busy_timeout_s!r}"
@@ -76,12 +94,52 @@ class Store:
         if busy_timeout_s < 0:
             msg = f"busy_timeout_s must be at least 0, got {busy_timeout_s}"
             raise StoreError(msg, kind="invalid")
-        self.path = Path(path if path is not None else default_db_path()).expanduser().resolve()
+        require_int(pool_size, "pool_size", minimum=1)
         self.busy_timeout_s = float(busy_timeout_s)
-        self._backend = SQLiteBackend(self.path, busy_timeout_s=self.busy_timeout_s)
+        target = path if path is not None else default_db_target()
+        self._backend: SQLBackend
+        if is_postgres_url(target):
+            from rubric_core.store.postgres import PostgresBackend
+
+            self.target = str(target).strip()
+            self._path: Path | None = None
+            self._backend = PostgresBackend(
+                self.target, timeout_s=max(1.0, self.busy_timeout_s), max_size=pool_size
+            )
+        else:
+            self._path = Path(target).expanduser().resolve()
+            self.target = str(self._path)
+            self._backend = SQLiteBackend(self._path, busy_timeout_s=self.busy_timeout_s)
+
+    @property
+    def backend_name(self) -> str:
+        """`sqlite` or `postgres`."""
+        return self._backend.dialect.name
+
+    @property
+    def is_postgres(self) -> bool:
+        """Whether the store is a PostgreSQL database (else a SQLite file)."""
+        return self._path is None
+
+    @property
+    def url(self) -> str:
+        """The database as given: the file path, or the URL with its password as `***`."""
+        return redact_url(self.target)
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file.
+
+        Raises:
+            StoreError: A PostgreSQL store has no file.
+        """
+        if self._path is None:
+            msg = f"store {self.url} is a PostgreSQL database and has no file path"
+            raise StoreError(msg, kind="invalid")
+        return self._path
 
     def __repr__(self) -> str:
-        return f"Store({str(self.path)!r})"
+        return f"Store({self.url!r})"
 
     def __enter__(self) -> Store:
         return self
@@ -96,10 +154,32 @@ class Store:
     def connect_readonly(self) -> sqlite3.Connection:
         """A new read-only SQLite connection (rows as `sqlite3.Row`); the caller closes it.
 
-        Used for long streaming reads such as exports, which should not share the
-        per-thread connection.
+        SQLite only; code meant for both backends uses `query_rows` or `stream_rows`.
+
+        Raises:
+            StoreError: The store is a PostgreSQL database.
         """
+        if not isinstance(self._backend, SQLiteBackend):
+            msg = f"store {self.url} is PostgreSQL: use query_rows or stream_rows"
+            raise StoreError(msg, kind="invalid")
         return self._backend.connect_readonly()
+
+    def query_rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """The rows of one read-only query, as dicts, on either backend.
+
+        `sql` is portable SQL with `?` placeholders (as `run_filter_sql` returns).
+        """
+        return self._backend.query(sql, params)
+
+    def stream_rows(
+        self, sql: str, params: Sequence[Any] = (), *, size: int = 1000
+    ) -> Generator[list[tuple[Any, ...]], None, None]:
+        """A long read-only query on a connection of its own, `size` rows (tuples) per batch.
+
+        Memory stays flat however many rows match; closing the generator releases the
+        connection. `sql` is portable SQL with `?` placeholders.
+        """
+        return self._backend.stream(sql, params, max(1, int(size)))
 
     # --- rubrics ------------------------------------------------------------------------
 
@@ -170,8 +250,13 @@ class Store:
         grader_system_prompt: str | None = None,
         thread_id: str | None = None,
         batch_id: str | None = None,
+        input_index: int | None = None,
     ) -> int:
         """Record a new run with status `running`, owned by this process; returns its id.
+
+        With both `batch_id` and `input_index` (the input's 0-based position in the
+        batch), an input that already has a run gets that run's id back and nothing is
+        written: a retried batch task finds its run (then `resume_run` takes it over).
 
         Raises:
             StoreError: A field is invalid or the rubric version does not exist.
@@ -192,6 +277,8 @@ class Store:
         optional_text(grader_system_prompt, "grader_system_prompt")
         optional_text(thread_id, "thread_id")
         optional_text(batch_id, "batch_id")
+        if input_index is not None:
+            require_int(input_index, "input_index", minimum=0)
         values = {
             "rubric_version_id": rubric_version_id,
             "input": input,
@@ -204,6 +291,7 @@ class Store:
             "grader_system_prompt": grader_system_prompt,
             "thread_id": thread_id,
             "batch_id": batch_id,
+            "input_index": input_index,
         }
         return self._backend.create_run(values, current_owner())
 
@@ -282,7 +370,7 @@ class Store:
     def run_filter_sql(
         self, filters: RunFilters | None = None, **filter_args: Any
     ) -> tuple[str, list[Any]]:
-        """A SQLite `WHERE` clause over `runs r` for the filters, and its parameters.
+        """A portable `WHERE` clause (`?` placeholders) over `runs r` for the filters, and its parameters.
 
         `model` matches the agent or the grader model; `status` may be one status
         or a list; `since` is inclusive and `until` exclusive (a bare date in
@@ -330,6 +418,13 @@ class Store:
     def count_runs(self, filters: RunFilters | None = None, **filter_args: Any) -> int:
         """How many runs match the filters of `list_runs`."""
         return self._backend.count_runs(RunFilters.from_args(filters, **filter_args))
+
+    def finished_inputs(self, batch_id: str) -> set[int]:
+        """The `input_index` of every run of the batch that ended (a final status, not `interrupted`).
+
+        A resumed batch runs the other inputs: never started, still `running`, or interrupted.
+        """
+        return self._backend.finished_inputs(require_text(batch_id, "batch_id"))
 
     def run_evaluations(self, run_id: int) -> list[dict[str, Any]]:
         """A run's grading passes, oldest first, each shaped like `RubricEvaluation` plus `id`.

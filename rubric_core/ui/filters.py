@@ -93,12 +93,8 @@ def parse_run_filters(
 
 def known_models(store: Store, limit: int = 200) -> list[str]:
     """Model strings used by stored runs (agent or grader), for the model filter."""
-    conn = store.connect_readonly()
-    try:
-        rows = conn.execute(
-            "SELECT agent_model AS m FROM runs UNION SELECT grader_model FROM runs ORDER BY m LIMIT ?",
-            (int(limit),),
-        ).fetchall()
-    finally:
-        conn.close()
-    return [str(row[0]) for row in rows if row[0]]
+    rows = store.query_rows(
+        "SELECT agent_model AS m FROM runs UNION SELECT grader_model FROM runs ORDER BY m LIMIT ?",
+        (int(limit),),
+    )
+    return [str(row["m"]) for row in rows if row["m"]]

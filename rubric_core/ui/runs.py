@@ -189,12 +189,8 @@ def data_version(store: Store) -> tuple[int, int]:
     the stored passes stays right for as long as this version is unchanged; the
     dashboard caches such results (e.g. pass rates) under it.
     """
-    conn = store.connect_readonly()
-    try:
-        row = conn.execute(
-            "SELECT (SELECT COALESCE(MAX(id), 0) FROM runs), "
-            "(SELECT COALESCE(MAX(id), 0) FROM evaluations)"
-        ).fetchone()
-    finally:
-        conn.close()
-    return int(row[0]), int(row[1])
+    (row,) = store.query_rows(
+        "SELECT (SELECT COALESCE(MAX(id), 0) FROM runs) AS runs, "
+        "(SELECT COALESCE(MAX(id), 0) FROM evaluations) AS passes"
+    )
+    return int(row["runs"]), int(row["passes"])

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
+
+from rubric_core.store.portable import PORTABLE_MIGRATIONS
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
 
@@ -153,6 +156,18 @@ def _m0005_runs_status_within_rubric(db: Database) -> None:
         CREATE INDEX idx_runs_version_status ON runs (rubric_version_id, status, started_at, id);
         """
     )
+
+
+def _portable_step(statements: tuple[str, ...]) -> Callable[[Database], None]:
+    def step(db: Database) -> None:
+        for statement in statements:
+            db.execute(statement)
+
+    return step
+
+
+for _name, _statements in PORTABLE_MIGRATIONS:
+    MIGRATIONS(name=_name)(_portable_step(_statements))
 
 
 def apply_migrations(db: Database) -> None:
