@@ -1,4 +1,10 @@
-"""LangGraph checkpoints of runs: one SQLite file beside the store, one saver per file per process."""
+"""LangGraph checkpoints of runs, in the store's backend: one saver per database per process.
+
+A SQLite store keeps its checkpoints in a SQLite file beside it (`SqliteSaver`); a
+PostgreSQL store keeps them in the same PostgreSQL database (`PostgresSaver` on a small
+pool of its own, `.setup()` once per process under an advisory lock, so many workers
+starting at once create its tables once).
+"""
 
 from __future__ import annotations
 
@@ -7,28 +13,88 @@ import contextlib
 import sqlite3
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from rubric_core.store.paths import is_postgres_url
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
     from rubric_core.store import Store
 
 __all__ = ["CHECKPOINTERS", "CheckpointerPool", "checkpoint_path"]
 
+_SETUP_LOCK = 0x52554252_43503131
+"""The advisory lock key held around `PostgresSaver.setup()` ("RUBRCP11")."""
+_PG_POOL_SIZE = 4
+
 
 def checkpoint_path(store: Store) -> str:
-    """The checkpoint file that sits next to the store's database (`<db>.checkpoints.sqlite`).
+    """Where a store's checkpoints live: `<db>.checkpoints.sqlite`, or the store's own URL.
 
     Examples:
         >>> checkpoint_path(Store("/data/studio.db"))  # doctest: +SKIP
         '/data/studio.db.checkpoints.sqlite'
     """
+    if store.is_postgres:
+        return store.target
     return f"{store.path}.checkpoints.sqlite"
 
 
+def _open_sqlite(path: str) -> BaseCheckpointSaver[str]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    saver = SqliteSaver(conn)
+    saver.setup()
+    return saver
+
+
+def _open_postgres(url: str) -> BaseCheckpointSaver[str]:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=_PG_POOL_SIZE,
+        # What PostgresSaver needs of its connections (see its from_conn_string).
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        check=ConnectionPool.check_connection,
+        name="rubric-checkpoints",
+        open=False,
+    )
+    pool.open(wait=True, timeout=30)
+    try:
+        saver = PostgresSaver(pool)
+        with psycopg.connect(url, autocommit=True, connect_timeout=30) as lock:
+            lock.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK,))
+            try:
+                saver.setup()
+            finally:
+                lock.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+    except BaseException:
+        pool.close()
+        raise
+    return saver
+
+
+def _close(saver: BaseCheckpointSaver[str]) -> None:
+    conn = getattr(saver, "conn", None)
+    if conn is not None:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
 class CheckpointerPool:
-    """One `SqliteSaver` (own connection, WAL) per checkpoint file, shared by runs in a process.
+    """One saver per checkpoint database, shared by the runs of a process.
+
+    A SQLite file gets a `SqliteSaver` (own connection, WAL); a PostgreSQL URL a
+    `PostgresSaver` on its own pool.
 
     `SqliteSaver` serialises its writes with a lock, so concurrent runs share one
     connection instead of competing for SQLite's file lock. The connection stays
@@ -43,26 +109,20 @@ class CheckpointerPool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._savers: dict[str, SqliteSaver] = {}
+        self._savers: dict[str, BaseCheckpointSaver[str]] = {}
         self._refs: dict[str, int] = {}
         self._owners: dict[str, set[int]] = {}
         # Finalizers may run during garbage collection inside a locked section, so
         # they only queue the owner here; the next acquire/release handles it.
         self._gone: collections.deque[tuple[str, int]] = collections.deque()
 
-    def acquire(self, path: str, owner: object = None) -> SqliteSaver:
-        """The saver of `path`, opened on first use; `owner` (the store) keeps it open."""
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
+    def acquire(self, path: str, owner: object = None) -> BaseCheckpointSaver[str]:
+        """The saver of `path` (a file or a URL), opened on first use; `owner` (the store) keeps it open."""
         with self._lock:
             self._collect()
             saver = self._savers.get(path)
             if saver is None:
-                conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                saver = SqliteSaver(conn)
-                saver.setup()
+                saver = _open_postgres(path) if is_postgres_url(path) else _open_sqlite(path)
                 self._savers[path] = saver
             self._refs[path] = self._refs.get(path, 0) + 1
             owners = self._owners.setdefault(path, set())
@@ -91,8 +151,7 @@ class CheckpointerPool:
         self._refs.pop(path, None)
         self._owners.pop(path, None)
         if saver is not None:
-            with contextlib.suppress(sqlite3.Error):
-                saver.conn.close()
+            _close(saver)
 
 
 CHECKPOINTERS = CheckpointerPool()
