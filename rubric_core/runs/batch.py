@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.runs.execute import execute_run, prepare_run
+from rubric_core.runs.execute import execute_run, prepare_batch_run
 from rubric_core.runs.spec import (
     RunSpec,
     SpecError,
@@ -28,11 +28,13 @@ if TYPE_CHECKING:
     from rubric_core.store import Store
 
 __all__ = [
+    "EXECUTORS",
     "BatchSummary",
     "ModelFactory",
     "ProgressCallback",
     "format_rate",
     "run_batch",
+    "run_batch_input",
     "summary_for_batch",
     "validate_batch",
 ]
@@ -47,6 +49,9 @@ ProgressCallback = Callable[[int, int, dict[str, Any]], None]
 
 ModelFactory = Callable[[RunSpec], tuple["BaseChatModel", "BaseChatModel"]]
 """`factory(spec) -> (agent_model, grader_model)`: fresh instances for one run."""
+
+EXECUTORS = ("thread", "ray")
+"""Where a batch's runs execute: threads of this process, or tasks on a Ray cluster."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +180,112 @@ def validate_batch(
     return checked
 
 
+def run_batch_input(
+    store: Store,
+    spec_template: RunSpec,
+    *,
+    batch_id: str,
+    index: int,
+    text: str,
+    stop_event: threading.Event,
+    model_factory: ModelFactory | None = None,
+) -> int | None:
+    """Run input `index` of a batch to the end; returns its run id (`None`: it did not start).
+
+    Both executors run each input through this: a thread of `run_batch`, or a Ray task on
+    another machine. Repeating it for the same `(batch_id, index)` continues the input's
+    stored run rather than starting another (`prepare_batch_run`), and does nothing once
+    that run is final. Never raises for a run that fails: the outcome is its stored status.
+    """
+    if stop_event.is_set():
+        return None
+    spec = spec_template.with_input(text)
+    agent_llm = grader_llm = None
+    if model_factory is not None:
+        agent_llm, grader_llm = model_factory(spec)
+    try:
+        prepared = prepare_batch_run(
+            store,
+            spec,
+            batch_id=batch_id,
+            input_index=index,
+            stop_event=stop_event,
+            agent_llm=agent_llm,
+            grader_llm=grader_llm,
+        )
+    except Exception:
+        logger.exception("batch %s: the run of input %d could not start", batch_id, index)
+        return None
+    if prepared is None:
+        return None
+    execute_run(store, prepared)
+    return prepared.handle.run_id
+
+
+def _check_executor(executor: object) -> str:
+    if executor not in EXECUTORS:
+        choices = " or ".join(repr(name) for name in EXECUTORS)
+        raise SpecError("executor", f"must be {choices}, got {executor!r}")
+    return str(executor)
+
+
+def _pending_inputs(
+    store: Store, batch_id: str | None, total: int, *, resume: bool
+) -> tuple[str, list[int]]:
+    """The batch id to use and the input indexes still to run (all but finished ones)."""
+    if not resume:
+        return batch_id or f"batch-{uuid.uuid4().hex[:16]}", list(range(total))
+    if not batch_id:
+        raise SpecError("batch_id", "resuming a batch needs the batch_id of the one to resume")
+    if store.count_runs(batch_id=batch_id) == 0:
+        raise SpecError("batch_id", f"no batch {batch_id!r} in the store to resume")
+    finished = store.finished_inputs(batch_id)
+    return batch_id, [index for index in range(total) if index not in finished]
+
+
+def _run_in_threads(
+    store: Store,
+    spec_template: RunSpec,
+    inputs: list[str],
+    pending: list[int],
+    *,
+    batch_id: str,
+    concurrency: int,
+    progress: ProgressCallback | None,
+    stop: threading.Event,
+    model_factory: ModelFactory | None,
+) -> None:
+    lock = threading.Lock()
+    finished = len(inputs) - len(pending)
+    total = len(inputs)
+
+    def one(index: int) -> None:
+        nonlocal finished
+        run_id = run_batch_input(
+            store,
+            spec_template,
+            batch_id=batch_id,
+            index=index,
+            text=inputs[index],
+            stop_event=stop,
+            model_factory=model_factory,
+        )
+        if run_id is None or progress is None:
+            return
+        with lock:
+            finished += 1
+            count = finished
+        try:
+            progress(count, total, store.get_run(run_id))
+        except Exception:
+            logger.exception("batch %s: progress callback raised", batch_id)
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rubric-batch") as pool:
+        futures = [pool.submit(one, index) for index in pending]
+        for future in futures:
+            future.result()
+
+
 def run_batch(
     store: Store,
     spec_template: RunSpec,
@@ -185,74 +296,76 @@ def run_batch(
     stop_event: threading.Event | None = None,
     model_factory: ModelFactory | None = None,
     batch_id: str | None = None,
+    resume: bool = False,
+    executor: str = "thread",
+    ray_address: str | None = None,
+    ray_task_cpus: float = 1.0,
 ) -> BatchSummary:
     """Run one spec over many inputs, at most `concurrency` at a time; blocks until done.
 
-    Every input becomes a run sharing one `batch_id`. The spec and every input are
-    validated before the first run starts. Setting `stop_event` stops the running
-    runs (`interrupted`) and starts no more.
+    Every input becomes a run sharing one `batch_id`, keyed in the store by its position
+    in `inputs`. The spec and every input are validated before the first run starts.
+    Setting `stop_event` stops the running runs (`interrupted`) and starts no more.
+
+    `executor="thread"` (the default) runs the inputs on threads of this process.
+    `executor="ray"` makes each input a Ray task on the cluster at `ray_address`, which
+    opens the store from its URL and records into it, so the store must be PostgreSQL
+    (see `rubric_core.runs.ray_batch`); Ray retries a task whose worker died, and the
+    retried task continues the input's grading run from the checkpointer.
 
     Args:
         store: The store the runs are recorded in.
         spec_template: The spec every run uses; its `input` is replaced per run.
-        inputs: One input per run (see `load_dataset`).
+        inputs: One input per run (see `load_dataset`); resuming, the same list again.
         concurrency: Runs executing at once, 1..`MAX_CONCURRENCY` (see `validate_concurrency`).
-        progress: `progress(finished, total, run_row)` after each run (from a worker thread).
+        progress: `progress(finished, total, run_row)` after each run (from a worker thread
+            for threads, from this thread for Ray); a resumed batch counts from the inputs
+            already finished.
         stop_event: Set it to stop the batch.
-        model_factory: Builds fresh model instances per run (default: `resolve_model`).
-        batch_id: Use this id instead of a new one.
+        model_factory: Builds fresh model instances per run (default: `resolve_model`);
+            with Ray it is pickled to the workers.
+        batch_id: Use this id instead of a new one (required with `resume`).
+        resume: Continue batch `batch_id`: inputs already finished
+            (`Store.finished_inputs`) are skipped, interrupted ones continue their run.
+        executor: One of `EXECUTORS`.
+        ray_address: The Ray head node (`HOST:PORT`); default `$RUBRIC_STUDIO_RAY_ADDRESS`.
+        ray_task_cpus: CPUs each Ray task reserves (fractions let a node run several).
 
     Raises:
-        SpecError: The spec, `concurrency` or one of the inputs is invalid (`validate_batch`).
+        SpecError: The spec, `concurrency`, an input, `executor` or `batch_id` is invalid.
+        RayUnavailable: The Ray cluster does not answer or cannot run the batch (Ray only).
 
     Examples:
         >>> summary = run_batch(store, spec, load_dataset("prompts.csv"))  # doctest: +SKIP
         >>> summary.satisfied_rate  # doctest: +SKIP
         0.75
+        >>> run_batch(store, spec, inputs, batch_id=summary.batch_id, resume=True)  # doctest: +SKIP
     """
     inputs = list(inputs)
     concurrency = validate_batch(store, spec_template, inputs, concurrency)
-    batch_id = batch_id or f"batch-{uuid.uuid4().hex[:16]}"
-    stop = stop_event or threading.Event()
-    lock = threading.Lock()
-    finished = 0
-    total = len(inputs)
+    executor = _check_executor(executor)
+    batch_id, pending = _pending_inputs(store, batch_id, len(inputs), resume=resume)
+    shared: dict[str, Any] = {
+        "batch_id": batch_id,
+        "concurrency": concurrency,
+        "progress": progress,
+        "stop": stop_event or threading.Event(),
+        "model_factory": model_factory,
+    }
+    if executor == "ray":
+        from rubric_core.runs.ray_batch import run_on_ray
 
-    def one(text: str) -> None:
-        nonlocal finished
-        if stop.is_set():
-            return
-        spec = spec_template.with_input(text)
-        agent_llm = grader_llm = None
-        if model_factory is not None:
-            agent_llm, grader_llm = model_factory(spec)
-        try:
-            prepared = prepare_run(
-                store,
-                spec,
-                batch_id=batch_id,
-                stop_event=stop,
-                agent_llm=agent_llm,
-                grader_llm=grader_llm,
-                validate=False,
-            )
-        except Exception:
-            logger.exception("batch %s: a run could not start", batch_id)
-            return
-        execute_run(store, prepared)
-        if progress is not None:
-            with lock:
-                finished += 1
-                count = finished
-            try:
-                progress(count, total, store.get_run(prepared.handle.run_id))
-            except Exception:
-                logger.exception("batch %s: progress callback raised", batch_id)
-
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rubric-batch") as pool:
-        futures = [pool.submit(one, text) for text in inputs]
-        for future in futures:
-            future.result()
+        run_on_ray(
+            store,
+            spec_template,
+            inputs,
+            pending,
+            address=ray_address,
+            task_cpus=ray_task_cpus,
+            **shared,
+        )
+    else:
+        _run_in_threads(store, spec_template, inputs, pending, **shared)
     return summary_for_batch(store, batch_id)
 
 

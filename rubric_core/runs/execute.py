@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import uuid
@@ -28,6 +29,7 @@ __all__ = [
     "RunHandle",
     "execute_run",
     "make_recorder",
+    "prepare_batch_run",
     "prepare_run",
     "resume_run",
     "run_once",
@@ -37,6 +39,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _RESUMABLE_STATUSES = ("interrupted", "error")
+
+_TAKE_OVER_STATUSES = ("running", "interrupted")
+"""A batch input's stored run in one of these is continued; any other status is final."""
 
 EvaluationListener = Callable[[RubricEvaluation], None]
 """`listener(evaluation)`, called once per grading pass."""
@@ -249,6 +254,55 @@ def _assemble(
     return PreparedRun(handle, agent, agent_input, path, agent_llm, grader_llm)
 
 
+def _create_run(
+    store: Store, spec: RunSpec, batch_id: str | None, input_index: int | None
+) -> tuple[int, str]:
+    """Store a spec's run row; `(run_id, thread_id)`, the row's own thread for an existing one."""
+    thread_id = f"run-{uuid.uuid4().hex}"
+    run_id = store.create_run(
+        rubric_version_id=spec.rubric_version_id,
+        input=spec.input,
+        agent_model=spec.agent_model,
+        grader_model=spec.grader_model,
+        grader_tools=list(spec.grader_tools),
+        max_iterations=spec.max_iterations,
+        agent_kind=spec.agent_kind,
+        agent_system_prompt=spec.agent_system_prompt,
+        grader_system_prompt=spec.grader_system_prompt,
+        thread_id=thread_id,
+        batch_id=batch_id,
+        input_index=input_index,
+    )
+    return run_id, thread_id
+
+
+def _prepare_created(
+    store: Store,
+    spec: RunSpec,
+    handle: RunHandle,
+    *,
+    on_evaluation: EvaluationListener | None,
+    agent_llm: BaseChatModel | None,
+    grader_llm: BaseChatModel | None,
+) -> PreparedRun:
+    """The agent of a run row just created; if it cannot be built the row ends `error`."""
+    version = store.get_rubric_version(spec.rubric_version_id)
+    agent_input = {"messages": [HumanMessage(spec.input)], "rubric": version["text"]}
+    try:
+        return _assemble(
+            store,
+            spec,
+            handle,
+            agent_input,
+            on_evaluation=on_evaluation,
+            agent_llm=agent_llm,
+            grader_llm=grader_llm,
+        )
+    except Exception as exc:
+        store.finish_run(handle.run_id, status="error", error=_error_text(exc))
+        raise
+
+
 def prepare_run(
     store: Store,
     spec: RunSpec,
@@ -271,36 +325,66 @@ def prepare_run(
     """
     if validate:
         validate_spec(spec, store)
-    version = store.get_rubric_version(spec.rubric_version_id)
-    thread_id = f"run-{uuid.uuid4().hex}"
-    run_id = store.create_run(
-        rubric_version_id=spec.rubric_version_id,
-        input=spec.input,
-        agent_model=spec.agent_model,
-        grader_model=spec.grader_model,
-        grader_tools=list(spec.grader_tools),
-        max_iterations=spec.max_iterations,
-        agent_kind=spec.agent_kind,
-        agent_system_prompt=spec.agent_system_prompt,
-        grader_system_prompt=spec.grader_system_prompt,
-        thread_id=thread_id,
-        batch_id=batch_id,
+    run_id, thread_id = _create_run(store, spec, batch_id, None)
+    return _prepare_created(
+        store,
+        spec,
+        RunHandle(store, run_id, thread_id, stop_event),
+        on_evaluation=on_evaluation,
+        agent_llm=agent_llm,
+        grader_llm=grader_llm,
     )
-    handle = RunHandle(store, run_id, thread_id, stop_event)
-    agent_input = {"messages": [HumanMessage(spec.input)], "rubric": version["text"]}
+
+
+def prepare_batch_run(
+    store: Store,
+    spec: RunSpec,
+    *,
+    batch_id: str,
+    input_index: int,
+    stop_event: threading.Event | None = None,
+    agent_llm: BaseChatModel | None = None,
+    grader_llm: BaseChatModel | None = None,
+) -> PreparedRun | None:
+    """The run of input `input_index` of a batch, new or taken over; `None` if it is final.
+
+    The store keys batch runs by `(batch_id, input_index)`, so this is safe to repeat:
+    a Ray task retried after its worker died, or a resumed batch, finds the input's run
+    and continues it. A `running` or `interrupted` run is taken over (`Store.resume_run`)
+    and continues its checkpointed LangGraph thread, the same grading run, so the passes
+    already stored are not graded again (and, recorded idempotently, never stored
+    twice); one that never reached its first checkpoint starts over on the same thread.
+    Any other status means the input is done: `None`.
+
+    The spec is not validated here (the batch validated it before its first run).
+
+    Raises:
+        Exception: Building the agent failed; a new run row is stored as `error`.
+    """
+    run_id, thread_id = _create_run(store, spec, batch_id, input_index)
+    row = store.get_run(run_id)
+    created = row.get("thread_id") == thread_id  # else the input had a run already
+    if not created and (row["status"] not in _TAKE_OVER_STATUSES or not row.get("thread_id")):
+        return None
+    prepared = _prepare_created(
+        store,
+        spec,
+        RunHandle(store, run_id, str(row["thread_id"]), stop_event),
+        on_evaluation=None,
+        agent_llm=agent_llm,
+        grader_llm=grader_llm,
+    )
+    if created:
+        return prepared
+    attempts = sum(int(e.get("grader_attempts") or 1) for e in store.run_evaluations(run_id))
     try:
-        return _assemble(
-            store,
-            spec,
-            handle,
-            agent_input,
-            on_evaluation=on_evaluation,
-            agent_llm=agent_llm,
-            grader_llm=grader_llm,
-        )
-    except Exception as exc:
-        store.finish_run(run_id, status="error", error=_error_text(exc))
+        if _continue_from_checkpoint(prepared, attempts):
+            prepared = dataclasses.replace(prepared, agent_input=None)
+        store.resume_run(run_id)
+    except BaseException:
+        CHECKPOINTERS.release(prepared.checkpoint_path)
         raise
+    return prepared
 
 
 # --------------------------------------------------------------------------- executing
@@ -469,20 +553,20 @@ def _fast_forward(model: BaseChatModel, consumed: int, *, verdicts_only: bool) -
         model.fast_forward(consumed, verdicts_only=verdicts_only)
 
 
-def _continue_from_checkpoint(prepared: PreparedRun, grader_attempts: int) -> None:
-    """Check the thread has a checkpoint and bring fresh replay models up to it.
+def _continue_from_checkpoint(prepared: PreparedRun, grader_attempts: int) -> bool:
+    """Bring fresh replay models up to the thread's checkpoint; `False` if it has none.
 
     A resumed run gets fresh replay models whose scripts start at turn 0: the agent's
     skips the answers already in the checkpoint, the grader's the attempts already made.
     """
-    handle = prepared.handle
-    snapshot = prepared.agent.get_state(run_config(handle.thread_id))
+    snapshot = prepared.agent.get_state(run_config(prepared.handle.thread_id))
     if not snapshot.values:
-        raise SpecError("run_id", f"run {handle.run_id} has no checkpoint to resume from")
+        return False
     messages = snapshot.values.get("messages") or []
     answers = sum(1 for m in messages if isinstance(m, AIMessage) and not is_grader_feedback(m))
     _fast_forward(prepared.agent_llm, answers, verdicts_only=False)
     _fast_forward(prepared.grader_llm, grader_attempts, verdicts_only=True)
+    return True
 
 
 def resume_run(
@@ -533,7 +617,8 @@ def resume_run(
         grader_llm=grader_llm,
     )
     try:
-        _continue_from_checkpoint(prepared, attempts)
+        if not _continue_from_checkpoint(prepared, attempts):
+            raise SpecError("run_id", f"run {run_id} has no checkpoint to resume from")
         store.resume_run(run_id)
     except BaseException:
         CHECKPOINTERS.release(prepared.checkpoint_path)

@@ -1,0 +1,404 @@
+"""Batches on a Ray cluster: each input one Ray task that builds the agent and records into the store.
+
+Ray does the scheduling, the placement and the retries; this module only submits one task
+per input (at most `concurrency` in flight), waits for them, and turns a stop into
+`ray.cancel`. Nothing here is a queue of our own.
+
+Each task opens the store from its URL (a `Store` is never pickled) and runs
+`run_batch_input`, the function a thread batch runs per input, so a Ray run records each
+graded pass before its loop goes on, exactly as a thread run does, and the Batch page
+(which reads only the store) shows its progress the same way. Ray retries a task whose
+worker process died (`max_retries`; never on an exception of ours, `retry_exceptions=False`);
+the retried task finds the input's run by `(batch_id, input_index)` and continues its
+grading run from the checkpointer, and since passes are recorded idempotently by
+`(run, grading run, iteration)`, no pass is stored twice.
+
+Where the code comes from: tasks are pickled by reference, so every node must import
+`rubric_core` and its dependencies from the Python that `ray start` ran: the same venv
+with the package installed (`pip install -r requirements.txt` and `pip install .`, or the
+checkout on `PYTHONPATH` when `ray start` runs). `run_on_ray(..., runtime_env=...)` passes
+a Ray runtime environment through for clusters set up otherwise.
+
+Why a SQLite store is refused on a cluster of more than one node: the file lives on one
+machine, so a task placed on another would open a different (new, empty) file there, or
+the same file over a network filesystem, where SQLite's locking is not reliable. One node
+may use a SQLite file (every task is a process of the same machine); the store of a real
+cluster is PostgreSQL.
+
+`ray` is imported only here, and only when a Ray batch starts, so neither the CLI nor the
+dashboard pays for it otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from rubric_core.errors import RubricStudioError
+from rubric_core.runs.batch import run_batch_input
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from types import ModuleType
+
+    from rubric_core.runs.batch import ModelFactory, ProgressCallback
+    from rubric_core.runs.spec import RunSpec
+    from rubric_core.store import Store
+
+__all__ = [
+    "RAY_ADDRESS_ENV",
+    "RayUnavailable",
+    "check_ray_address",
+    "configured_ray_address",
+    "run_on_ray",
+]
+
+logger = logging.getLogger(__name__)
+
+RAY_ADDRESS_ENV = "RUBRIC_STUDIO_RAY_ADDRESS"
+"""The environment variable naming the head node of the cluster (`HOST:PORT`)."""
+
+_PROBE_TIMEOUT_S = 5.0
+"""How long the head node's port gets to accept a TCP connection before Ray is tried."""
+
+_INIT_TIMEOUT_S = 60.0
+"""How long `ray.init` gets to connect (it can hang on an address that answers oddly)."""
+
+_MAX_RETRIES = 3
+"""Times Ray re-runs a task whose worker process died."""
+
+_POLL_S = 0.25
+"""How often the driver looks at the stop event while waiting for tasks."""
+
+_CANCEL_GRACE_S = 20.0
+"""How long cancelled tasks get to end before they are cancelled by force."""
+
+_PAGE = 500
+"""Runs read per query when looking for a batch's running runs."""
+
+_WORKER_STORES: dict[str, Store] = {}
+"""The stores this (worker) process opened, by URL, oldest first: one pool per store."""
+
+_WORKER_STORES_KEPT = 4
+"""Stores a worker keeps open; the least recently used beyond that is closed."""
+
+_WORKER_LOCK = threading.Lock()
+
+_CONNECT_LOCK = threading.Lock()
+
+
+class RayUnavailable(RubricStudioError):
+    """The Ray cluster does not answer, or cannot run this batch; the message says which."""
+
+
+# --------------------------------------------------------------------------- the address
+
+
+def configured_ray_address(explicit: str | None = None) -> str | None:
+    """The cluster to use: `explicit`, else `$RUBRIC_STUDIO_RAY_ADDRESS`, else `None`.
+
+    Examples:
+        >>> configured_ray_address("10.0.0.5:6379")
+        '10.0.0.5:6379'
+    """
+    value = (explicit or os.environ.get(RAY_ADDRESS_ENV) or "").strip()
+    return value or None
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    """`HOST:PORT` split and checked.
+
+    Examples:
+        >>> _host_port("127.0.0.2:6379")
+        ('127.0.0.2', 6379)
+        >>> _host_port("head")
+        Traceback (most recent call last):
+        ...
+        rubric_core.runs.ray_batch.RayUnavailable: Ray address 'head' is not HOST:PORT (the head node's GCS port, 6379 unless `ray start --head --port` said otherwise)
+    """
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        msg = (
+            f"Ray address {address!r} is not HOST:PORT (the head node's GCS port, 6379 "
+            "unless `ray start --head --port` said otherwise)"
+        )
+        raise RayUnavailable(msg)
+    return host.strip("[]"), int(port)
+
+
+def check_ray_address(address: str | None, *, timeout_s: float = _PROBE_TIMEOUT_S) -> str:
+    """Check that the head node at `address` (default: the configured one) accepts connections.
+
+    A plain TCP connect with a timeout, so a wrong or dead address is reported within
+    `timeout_s` seconds rather than by a `ray.init` that may wait a minute or more.
+
+    Raises:
+        RayUnavailable: No address is configured, it is malformed, or nothing answers there.
+
+    Examples:
+        >>> check_ray_address("127.0.0.1:1", timeout_s=1)  # doctest: +SKIP
+        Traceback (most recent call last):
+        RayUnavailable: the Ray cluster at 127.0.0.1:1 does not answer (connection refused) ...
+    """
+    resolved = configured_ray_address(address)
+    if resolved is None:
+        msg = f"no Ray cluster configured: pass --ray-address HOST:PORT or set {RAY_ADDRESS_ENV}"
+        raise RayUnavailable(msg)
+    host, port = _host_port(resolved)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        if isinstance(exc, TimeoutError):
+            reason = f"no answer within {timeout_s:g} s"
+        else:
+            reason = (exc.strerror or type(exc).__name__).lower()
+        msg = (
+            f"the Ray cluster at {resolved} does not answer ({reason}); is `ray start --head` "
+            "running there, and is the port reachable from this machine?"
+        )
+        raise RayUnavailable(msg) from exc
+    return resolved
+
+
+def _connect(address: str, runtime_env: Mapping[str, Any] | None) -> ModuleType:
+    """`ray`, connected to `address` (reusing this process's connection when it is the same)."""
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - ray is in requirements.txt
+        msg = "the Ray executor needs the ray package: pip install -r requirements.txt"
+        raise RayUnavailable(msg) from exc
+
+    with _CONNECT_LOCK:
+        if ray.is_initialized():
+            current = ray.get_runtime_context().gcs_address
+            if current == address and runtime_env is None:
+                return ray
+            ray.shutdown()
+        outcome: dict[str, BaseException | None] = {}
+
+        def init() -> None:
+            try:
+                ray.init(
+                    address=address,
+                    namespace="rubric-studio",
+                    log_to_driver=False,
+                    configure_logging=False,
+                    runtime_env=dict(runtime_env) if runtime_env else None,
+                )
+                outcome["error"] = None
+            except BaseException as exc:  # reported to the caller below
+                outcome["error"] = exc
+
+        # ray.init can hang (an address that accepts TCP but is no GCS, a raylet that never
+        # registers): run it on a thread and give up on it after a bound.
+        thread = threading.Thread(target=init, name="rubric-ray-init", daemon=True)
+        thread.start()
+        thread.join(_INIT_TIMEOUT_S)
+        if thread.is_alive():
+            msg = (
+                f"the Ray cluster at {address} accepted a connection but Ray did not connect "
+                f"within {_INIT_TIMEOUT_S:g} s; is it a Ray head node (GCS port), and is this "
+                "machine one of its nodes?"
+            )
+            raise RayUnavailable(msg)
+        error = outcome.get("error")
+        if error is not None:
+            msg = f"cannot connect to the Ray cluster at {address}: {error}"
+            raise RayUnavailable(msg) from error
+        return ray
+
+
+def _store_target(store: Store, ray: ModuleType, address: str) -> str:
+    """What a task opens the store from; refuses a SQLite file on a cluster of several nodes."""
+    if getattr(store, "is_postgres", False):
+        return str(store.url)
+    nodes = [node for node in ray.nodes() if node.get("Alive")]
+    if len(nodes) > 1:
+        msg = (
+            f"the Ray cluster at {address} has {len(nodes)} nodes, and a SQLite store "
+            f"({store.path}) lives on one machine: tasks on the others would not reach it. "
+            "Use a PostgreSQL store (RUBRIC_STUDIO_DB=postgresql://...) for Ray batches."
+        )
+        raise RayUnavailable(msg)
+    return str(store.path)
+
+
+# --------------------------------------------------------------------------- the task
+
+
+def _worker_store(target: str) -> Store:
+    """This worker process's store for `target`, opened on its first task."""
+    from rubric_core.store import Store
+
+    with _WORKER_LOCK:
+        store = _WORKER_STORES.pop(target, None)
+        if store is None:
+            store = Store(target)
+        _WORKER_STORES[target] = store
+        while len(_WORKER_STORES) > _WORKER_STORES_KEPT:
+            oldest = next(iter(_WORKER_STORES))
+            _WORKER_STORES.pop(oldest).close()
+        return store
+
+
+def _run_input_task(
+    target: str,
+    spec_template: RunSpec,
+    batch_id: str,
+    index: int,
+    text: str,
+    model_factory: ModelFactory | None,
+) -> dict[str, Any]:
+    """The body of one Ray task: run input `index` of the batch into the store at `target`.
+
+    Returns where it ran, for the driver's log and the tests: `{run_id, pid, node_id}`.
+    A `ray.cancel` arrives as `KeyboardInterrupt`; the driver then marks the run
+    `interrupted` (this process may not get the chance).
+    """
+    import ray
+
+    store = _worker_store(target)
+    run_id = run_batch_input(
+        store,
+        spec_template,
+        batch_id=batch_id,
+        index=index,
+        text=text,
+        stop_event=threading.Event(),
+        model_factory=model_factory,
+    )
+    return {
+        "run_id": run_id,
+        "pid": os.getpid(),
+        "node_id": ray.get_runtime_context().get_node_id(),
+    }
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def _mark_interrupted(store: Store, batch_id: str, indexes: set[int], reason: str) -> int:
+    """End the still-`running` runs of `indexes` as `interrupted`; returns how many."""
+    if not indexes:
+        return 0
+    running: list[dict[str, Any]] = []
+    while chunk := store.list_runs(
+        batch_id=batch_id, status="running", limit=_PAGE, offset=len(running)
+    ):
+        running.extend(chunk)
+    marked = 0
+    for run in running:
+        if run.get("input_index") in indexes:
+            try:
+                store.finish_run(int(run["id"]), status="interrupted", error=reason)
+                marked += 1
+            except Exception:
+                logger.exception("batch %s: could not mark run %s interrupted", batch_id, run["id"])
+    return marked
+
+
+def _cancel(ray: ModuleType, in_flight: dict[Any, int]) -> None:
+    """Cancel the tasks still in flight; after a grace period, by force."""
+    for ref in in_flight:
+        ray.cancel(ref)
+    deadline = time.monotonic() + _CANCEL_GRACE_S
+    remaining = list(in_flight)
+    while remaining and time.monotonic() < deadline:
+        _, remaining = ray.wait(remaining, num_returns=len(remaining), timeout=_POLL_S)
+    for ref in remaining:
+        ray.cancel(ref, force=True)
+    if remaining:
+        ray.wait(remaining, num_returns=len(remaining), timeout=_CANCEL_GRACE_S)
+
+
+def _task_failure(ray: ModuleType, exc: BaseException) -> str:
+    """Why a task failed, for the log and the run's error; raises if no task can run."""
+    text = str(exc)
+    if isinstance(exc, ray.exceptions.RayTaskError) and "No module named 'rubric_core" in text:
+        msg = (
+            "Ray workers cannot import rubric_core: install it (and requirements.txt) in the "
+            "Python every `ray start` ran, or start the nodes with the checkout on PYTHONPATH"
+        )
+        raise RayUnavailable(msg) from exc
+    return f"{type(exc).__name__}: {text.strip().splitlines()[0] if text.strip() else ''}"
+
+
+def run_on_ray(
+    store: Store,
+    spec_template: RunSpec,
+    inputs: Sequence[str],
+    pending: Sequence[int],
+    *,
+    batch_id: str,
+    concurrency: int,
+    progress: ProgressCallback | None,
+    stop: threading.Event,
+    model_factory: ModelFactory | None,
+    address: str | None,
+    task_cpus: float = 1.0,
+    max_retries: int = _MAX_RETRIES,
+    runtime_env: Mapping[str, Any] | None = None,
+) -> None:
+    """Run inputs `pending` of a batch as Ray tasks, at most `concurrency` in flight.
+
+    `run_batch(..., executor="ray")` calls this after validating the batch. Setting
+    `stop` cancels the tasks in flight (`ray.cancel`), submits no more and marks their
+    runs `interrupted`; a task whose worker died more than `max_retries` times is
+    marked `interrupted` too, so resuming the batch continues it.
+
+    Raises:
+        RayUnavailable: The cluster does not answer or cannot run the batch (a SQLite
+            store on several nodes, workers that cannot import rubric_core).
+    """
+    if isinstance(task_cpus, bool) or not isinstance(task_cpus, int | float) or task_cpus <= 0:
+        from rubric_core.runs.spec import SpecError
+
+        raise SpecError("ray_task_cpus", f"must be a positive number of CPUs, got {task_cpus!r}")
+    resolved = check_ray_address(address)
+    ray = _connect(resolved, runtime_env)
+    target = _store_target(store, ray, resolved)
+    task = ray.remote(_run_input_task).options(
+        num_cpus=task_cpus, max_retries=max_retries, retry_exceptions=False
+    )
+    spec_ref = ray.put(spec_template)
+    queue = list(pending)
+    queue.reverse()
+    in_flight: dict[Any, int] = {}
+    finished = len(inputs) - len(pending)
+    lost: dict[int, str] = {}
+    try:
+        while (queue or in_flight) and not stop.is_set():
+            while queue and len(in_flight) < concurrency:
+                index = queue.pop()
+                ref = task.remote(target, spec_ref, batch_id, index, inputs[index], model_factory)
+                in_flight[ref] = index
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=_POLL_S)
+            for ref in ready:
+                index = in_flight.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    reason = _task_failure(ray, exc)
+                    logger.warning("batch %s: input %d failed on Ray: %s", batch_id, index, reason)
+                    lost[index] = reason
+                    continue
+                run_id = result.get("run_id")
+                if run_id is None or progress is None:
+                    continue
+                finished += 1
+                try:
+                    progress(finished, len(inputs), store.get_run(int(run_id)))
+                except Exception:
+                    logger.exception("batch %s: progress callback raised", batch_id)
+    finally:
+        stopped = set(in_flight.values())
+        if in_flight:
+            _cancel(ray, in_flight)
+        _mark_interrupted(store, batch_id, stopped, "the batch was stopped")
+        for index, reason in lost.items():
+            _mark_interrupted(store, batch_id, {index}, f"its Ray task failed: {reason}")
