@@ -77,10 +77,39 @@ def new_run(store: Store, version_id: int, **overrides: Any) -> int:
     return store.create_run(**fields)
 
 
+BACKENDS = ("sqlite", "postgres")
+"""The store backends a `both_backends` test runs on."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run a `both_backends` test once per backend (PostgreSQL ones marked `pg`)."""
+    wanted = {"store", "db_target"} & set(metafunc.fixturenames)
+    if wanted and metafunc.definition.get_closest_marker("both_backends"):
+        metafunc.parametrize(
+            "backend",
+            [pytest.param("sqlite"), pytest.param("postgres", marks=pytest.mark.pg)],
+            indirect=True,
+        )
+
+
 @pytest.fixture
-def store(tmp_path) -> Iterator[Store]:
-    """A fresh Store on a real SQLite file in tmp_path, closed afterwards."""
-    opened = Store(tmp_path / "studio.db")
+def backend(request: pytest.FixtureRequest) -> str:
+    """`sqlite` (the default) or `postgres` for a `both_backends` test."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def db_target(backend: str, tmp_path, request: pytest.FixtureRequest) -> str:
+    """A fresh database: a SQLite file in tmp_path, or a fresh PostgreSQL database (`pg_url`)."""
+    if backend == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "studio.db")
+
+
+@pytest.fixture
+def store(db_target: str) -> Iterator[Store]:
+    """A fresh Store on a real database (SQLite in tmp_path unless `both_backends`), closed after."""
+    opened = Store(db_target)
     try:
         yield opened
     finally:

@@ -25,6 +25,8 @@ from rubric_core.store import StoreError
 NASTY_INPUT = '=HYPERLINK("http://evil","x")\nsecond line, with comma and "quotes" — ünïcödé 🚀'
 NASTY_GAP = "+cmd|' /C calc'!A0"
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def seeded(store, new_run, make_evaluation):

@@ -222,6 +222,7 @@ def test_start_run_runs_off_the_calling_thread_and_reports_progress(store):
     assert callers and threading.current_thread().name not in callers
 
 
+@pytest.mark.both_backends  # the checkpointer of each backend
 def test_each_pass_is_committed_before_the_loop_goes_on(store):
     seen: list[int] = []
 
@@ -247,6 +248,7 @@ def test_each_pass_is_committed_before_the_loop_goes_on(store):
 # --------------------------------------------------------------------------- stop, errors
 
 
+@pytest.mark.both_backends  # the checkpointer of each backend
 def test_stop_marks_the_run_interrupted_and_keeps_graded_passes(store):
     stop = threading.Event()
     handle = start_run(
@@ -313,6 +315,7 @@ def test_handle_exposes_the_error(store):
 # --------------------------------------------------------------------------- resume
 
 
+@pytest.mark.both_backends  # the checkpointer of each backend
 def test_resume_after_interruption_continues_the_same_grading_run(store):
     version_id = _version(store)
 
@@ -379,8 +382,12 @@ def test_resume_refuses_finished_and_unknown_runs(store):
 # --------------------------------------------------------------------------- plumbing
 
 
-def test_checkpoints_live_next_to_the_store(store):
-    assert checkpoint_path(store) == f"{store.path}.checkpoints.sqlite"
+@pytest.mark.both_backends
+def test_checkpoints_live_with_the_store(store):
+    if store.is_postgres:  # PostgresSaver's tables in the store's own database
+        assert checkpoint_path(store) == store.target
+    else:
+        assert checkpoint_path(store) == f"{store.path}.checkpoints.sqlite"
 
 
 def test_build_agent_accepts_both_kinds(store):

@@ -21,6 +21,8 @@ from rubric_core.store import MIGRATIONS, RUN_STATUSES, Store, StoreError, defau
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.both_backends
+
 
 def _table_names(path: Path) -> set[str]:
     with sqlite3.connect(path) as conn:
@@ -496,13 +498,11 @@ _KILLED_CHILD = textwrap.dedent(
 )
 
 
-def test_killed_process_keeps_passes_and_run_becomes_interrupted(tmp_path):
-    path = tmp_path / "crash.db"
+def test_killed_process_keeps_passes_and_run_becomes_interrupted(tmp_path, db_target):
+    path = db_target
     script = tmp_path / "child.py"
     script.write_text(_KILLED_CHILD.format(root=str(Path(__file__).resolve().parents[1])))
-    child = subprocess.Popen(
-        [sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True
-    )
+    child = subprocess.Popen([sys.executable, str(script), path], stdout=subprocess.PIPE, text=True)
     try:
         line = child.stdout.readline()
         assert line.strip(), "child did not report its run id"
@@ -609,8 +609,8 @@ def test_not_a_database_file_is_a_clear_error(tmp_path):
         Store(tmp_path)
 
 
-def test_closed_store_refuses_work(tmp_path):
-    store = Store(tmp_path / "c.db")
+def test_closed_store_refuses_work(db_target):
+    store = Store(db_target)
     store.close()
     store.close()
     with pytest.raises(StoreError, match="is closed"):
@@ -630,3 +630,31 @@ def test_run_statuses_cover_contract():
         "interrupted",
         "error",
     }
+
+
+# --- batch inputs: one run per input, resumable ------------------------------------------------
+
+
+def test_create_run_for_a_batch_input_returns_its_existing_run(store, rubric_version, new_run):
+    first = new_run(store, rubric_version["id"], batch_id="b1", input_index=0)
+    store.finish_run(first, status="satisfied")
+    again = new_run(store, rubric_version["id"], batch_id="b1", input_index=0, input="other")
+    assert again == first
+    assert store.get_run(first)["status"] == "satisfied"  # untouched
+    assert store.get_run(first)["input_index"] == 0
+    other_batch = new_run(store, rubric_version["id"], batch_id="b2", input_index=0)
+    unkeyed = [new_run(store, rubric_version["id"], batch_id="b1") for _ in range(2)]
+    assert len({first, other_batch, *unkeyed}) == 4
+    with pytest.raises(StoreError, match="input_index must be"):
+        new_run(store, rubric_version["id"], batch_id="b1", input_index=-1)
+
+
+def test_finished_inputs_are_the_batch_runs_that_ended(store, rubric_version, new_run):
+    statuses = ["satisfied", "error", "interrupted", None, "max_iterations_reached"]
+    for index, status in enumerate(statuses):
+        run_id = new_run(store, rubric_version["id"], batch_id="b", input_index=index)
+        if status is not None:
+            store.finish_run(run_id, status=status)
+    new_run(store, rubric_version["id"], batch_id="elsewhere", input_index=2)
+    assert store.finished_inputs("b") == {0, 1, 4}
+    assert store.finished_inputs("nothing") == set()
