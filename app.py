@@ -9,7 +9,7 @@ import streamlit as st
 from rubric_core.models import api_key_status
 from rubric_core.schema import BASE_URL_ENV
 from rubric_core.ui import models_mode
-from studio_ui import db_path, get_store, run_registry, store_guard
+from studio_ui import db_label, get_store, run_registry, store_guard
 
 st.set_page_config(page_title="Rubric Studio", page_icon="⚖️", layout="wide")
 
@@ -35,7 +35,7 @@ page = st.navigation(PAGES)
 
 with st.sidebar:
     st.caption("Database")
-    st.code(str(db_path()), language=None, wrap_lines=True)
+    st.code(db_label(), language=None, wrap_lines=True)
     mode = models_mode(api_key_status(), os.environ.get(BASE_URL_ENV))
     st.caption("Models")
     if mode.real:

@@ -12,7 +12,8 @@ import streamlit as st
 
 from rubric_core.runs.background import RunRegistry
 from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, RUN_STATUSES
-from rubric_core.store import RunFilters, Store, StoreError, default_db_path
+from rubric_core.store import RunFilters, Store, StoreError, default_db_target
+from rubric_core.store.paths import is_postgres_url, redact_url
 from rubric_core.ui import (
     ANY,
     MODEL_SOURCES,
@@ -44,7 +45,7 @@ STORE_ERRORS: tuple[type[BaseException], ...] = (StoreError, sqlite3.Error)
 
 @st.cache_resource(show_spinner=False)
 def _open_store(path: str) -> Store:
-    # Keyed by path: one Store (one writer thread) per database file per process.
+    # Keyed by path or URL: one Store (one writer thread or pool) per database per process.
     return Store(path)
 
 
@@ -54,16 +55,25 @@ def run_registry() -> RunRegistry:
     return RunRegistry()
 
 
-def db_path() -> Path:
-    """The database file this session uses ($RUBRIC_STUDIO_DB or ./rubric_studio.db)."""
-    return Path(default_db_path()).expanduser().resolve()
+def db_path() -> str:
+    """The database this session uses: $RUBRIC_STUDIO_DB (a file or a postgresql:// URL),
+    else ./rubric_studio.db. Holds a URL's password: show `db_label()` instead."""
+    target = default_db_target()
+    if isinstance(target, str) and is_postgres_url(target):
+        return target
+    return str(Path(target).expanduser().resolve())
+
+
+def db_label() -> str:
+    """The database as shown on pages: the file path, or the URL with its password as ***."""
+    return redact_url(db_path())
 
 
 def get_store() -> Store | None:
     """The shared store, or `None` after showing why it cannot be opened and what to do."""
     path = db_path()
     try:
-        return _open_store(str(path))
+        return _open_store(path)
     except STORE_ERRORS as exc:
         show_store_error(exc)
         return None
@@ -90,7 +100,7 @@ def reopen_store() -> None:
 
 def show_store_error(exc: BaseException) -> None:
     """Show a store fault in place, with what to do, and a button that reopens the database."""
-    st.error(store_error_message(exc, db_path()), icon=":material/database:")
+    st.error(store_error_message(exc, db_label()), icon=":material/database:")
     if st.button(
         "Reopen the database",
         key="reopen_store",

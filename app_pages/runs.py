@@ -48,7 +48,7 @@ show_rates = st.toggle(
     help="Counted over every stored pass that matches the filters; cached until a new pass arrives.",
 )
 if show_rates:
-    rates = cached_pass_rates(str(store.path), filters, data_version(store))
+    rates = cached_pass_rates(store.target, filters, data_version(store))
     st.plotly_chart(pass_rate_figure(rates), key="runs_pass_rates")
 
 st.divider()

@@ -238,14 +238,18 @@ def test_run_page_without_rubrics_points_to_the_rubrics_page(app: AppTest) -> No
 # ---------------------------------------------------------------- Runs
 
 
-def test_runs_page_lists_the_run_and_shows_its_detail(app: AppTest) -> None:
-    run_id = _launch_replay_run(app)
-    _page(app, "runs")
-    _no_exception(app)
-    table = app.dataframe[0].value
+def _runs_page_shows_one_satisfied_run(at: AppTest, run_id: int) -> None:
+    _page(at, "runs")
+    _no_exception(at)
+    table = at.dataframe[0].value
     assert list(table["run"]) == [run_id]
     assert "satisfied" in table["status"].iloc[0]
-    assert any(f"Run #{run_id}" in h.value for h in app.subheader)
+    assert any(f"Run #{run_id}" in h.value for h in at.subheader)
+
+
+def test_runs_page_lists_the_run_and_shows_its_detail(app: AppTest) -> None:
+    run_id = _launch_replay_run(app)
+    _runs_page_shows_one_satisfied_run(app, run_id)
     # Transcript: the grader's injected feedback is labelled as the grader's.
     grader_turns = [m for m in app.chat_message if m.name == "grader"]
     assert grader_turns
@@ -463,3 +467,58 @@ def test_locked_database_is_explained_when_saving(app: AppTest, db_path: Path) -
         blocker.rollback()
         blocker.close()
     assert os.path.exists(db_path)
+
+
+# ---------------------------------------------------------------- PostgreSQL store
+
+
+def _seed_postgres_run(url: str, make_evaluation: Callable[..., dict[str, Any]]) -> int:
+    with Store(url) as store:
+        version = store.save_rubric_version("pg-article", "- has a title\n- cites a source")
+        run_id = store.create_run(
+            rubric_version_id=version["id"], input="Write about tides.", agent_model="replay:x",
+            grader_model="replay:x", grader_tools=[], max_iterations=3, agent_kind="basic",
+        )  # fmt: skip
+        store.record_evaluation(
+            run_id,
+            make_evaluation(iteration=0, verdicts=[("has a title", True), ("cites a source", False, "add one")]),
+        )  # fmt: skip
+        store.record_evaluation(
+            run_id,
+            make_evaluation(iteration=1, verdicts=[("has a title", True), ("cites a source", True)]),
+        )  # fmt: skip
+        store.finish_run(run_id, status="satisfied", final_output="Tides (NOAA).")
+    return run_id
+
+
+def test_runs_page_renders_a_postgres_store(
+    pg_url: str,
+    db_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    make_evaluation: Callable[..., dict[str, Any]],
+) -> None:
+    run_id = _seed_postgres_run(pg_url, make_evaluation)
+    monkeypatch.setenv("RUBRIC_STUDIO_DB", pg_url)
+    at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S).run()
+    _no_exception(at)
+    password = pg_url.split(":")[2].split("@")[0]
+    assert not any(password in c.value for c in at.code)  # the sidebar names it redacted
+    _runs_page_shows_one_satisfied_run(at, run_id)
+    assert any("Pass 1" in e.label and "needs revision" in e.label for e in at.expander)
+
+
+def test_unreachable_postgres_is_explained_not_a_traceback(
+    pg_url: str, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    head, tail = pg_url.rsplit("@", 1)
+    monkeypatch.setenv("RUBRIC_STUDIO_DB", f"{head}@127.0.0.1:{port}/{tail.split('/', 1)[1]}")
+    at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S).run()
+    _no_exception(at)
+    message = " ".join(e.value for e in at.error)
+    assert "does not answer" in message and f"127.0.0.1:{port}" in message
+    assert head.rsplit(":", 1)[1] not in message  # never the password

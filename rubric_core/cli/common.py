@@ -61,18 +61,20 @@ def describe_status(status: str) -> str:
     return RUN_STATUS_DESCRIPTIONS.get(status, "")
 
 
-def open_store(db: Path | None) -> Store:
-    """The store at `db` (or the default path).
+def open_store(db: str | Path | None) -> Store:
+    """The store at `db` (a file or a `postgresql://` URL; the default when None).
 
     Raises:
-        BadInput: The file cannot be opened as a store.
+        BadInput: The database cannot be opened as a store.
     """
     from rubric_core.store import Store, StoreError
+    from rubric_core.store.paths import redact_url
 
     try:
         return Store(db)
     except StoreError as exc:
-        raise BadInput(f"cannot open the store {db}: {exc}") from exc
+        shown = redact_url(str(db)) if db is not None else "(default)"
+        raise BadInput(f"cannot open the store {shown}: {exc}") from exc
 
 
 def version_row(store: Store, name: str, version: int | None) -> dict[str, Any]:

@@ -55,7 +55,7 @@ def export(
     status: str | None,
     since: str | None,
     until: str | None,
-    db: Path | None,
+    db: str | None,
 ) -> None:
     """Export stored evaluations as CSV or JSONL, streamed row by row.
 
@@ -122,7 +122,7 @@ def rubrics() -> None:
 
 @rubrics.command("list", context_settings=CONTEXT)
 @db_option
-def rubrics_list(db: Path | None) -> None:
+def rubrics_list(db: str | None) -> None:
     """List stored rubrics with their latest version and tags.
 
     \b
@@ -156,7 +156,7 @@ def rubrics_list(db: Path | None) -> None:
 @click.option("--tag", "tags", multiple=True, help="A tag for the rubric; repeat for several.")
 @click.option("--note", default="", help="What changed in this version.")
 @db_option
-def rubrics_add(name: str, file: Path, tags: tuple[str, ...], note: str, db: Path | None) -> None:
+def rubrics_add(name: str, file: Path, tags: tuple[str, ...], note: str, db: str | None) -> None:
     """Add a version of rubric NAME from FILE (or stdin): one criterion per line.
 
     Saving text identical to the latest version keeps that version.
@@ -188,7 +188,7 @@ def rubrics_add(name: str, file: Path, tags: tuple[str, ...], note: str, db: Pat
 @click.argument("name")
 @click.option("--version", "rubric_version", type=int, default=None, help="[default: latest]")
 @db_option
-def rubrics_show(name: str, rubric_version: int | None, db: Path | None) -> None:
+def rubrics_show(name: str, rubric_version: int | None, db: str | None) -> None:
     """Show a rubric version's text and parsed criteria.
 
     \b

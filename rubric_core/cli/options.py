@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -26,14 +25,15 @@ __all__ = ["SpecOptions", "build_spec", "check_spec", "db_option", "spec_options
 
 
 def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`--db` (also `$RUBRIC_STUDIO_DB`): the SQLite store file."""
+    """`--db` (also `$RUBRIC_STUDIO_DB`): a SQLite store file or a `postgresql://` URL."""
     return click.option(
         "--db",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=str,
         default=None,
         envvar="RUBRIC_STUDIO_DB",
         show_envvar=True,
-        help="SQLite store file [default: ./rubric_studio.db].",
+        help="SQLite store file, or a postgresql://user:password@host:port/db URL "
+        "[default: ./rubric_studio.db].",
     )(function)
 
 

@@ -119,7 +119,7 @@ def _exit_for(status: str) -> None:
 @click.option("--quiet", is_flag=True, help="Print only the final status line.")
 def run(
     spec: SpecOptions,
-    db: Path | None,
+    db: str | None,
     input_text: str | None,
     input_file: Path | None,
     quiet: bool,
@@ -176,7 +176,7 @@ def run(
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint (not stored with runs).")
 @click.option("--quiet", is_flag=True, help="Print only the final status line.")
 @db_option
-def resume(run_id: int, base_url: str | None, quiet: bool, db: Path | None) -> None:
+def resume(run_id: int, base_url: str | None, quiet: bool, db: str | None) -> None:
     """Resume an interrupted run from its last checkpoint; the same grading run goes on.
 
     Exit codes as for `run`.
@@ -272,7 +272,7 @@ def _check_concurrency(concurrency: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def batch(
     spec: SpecOptions,
-    db: Path | None,
+    db: str | None,
     input_file: Path,
     concurrency: int,
     as_json: bool,

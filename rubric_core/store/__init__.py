@@ -6,7 +6,13 @@ from rubric_core.schema import RUN_STATUSES
 from rubric_core.store.errors import STORE_ERROR_KINDS, StoreError, StoreErrorKind, StoreInputError
 from rubric_core.store.facade import Store
 from rubric_core.store.filters import RunFilters
-from rubric_core.store.paths import DB_ENV_VAR, DEFAULT_DB_NAME, default_db_path
+from rubric_core.store.paths import (
+    DB_ENV_VAR,
+    DEFAULT_DB_NAME,
+    default_db_path,
+    default_db_target,
+    is_postgres_url,
+)
 from rubric_core.store.sqlite.migrations import MIGRATIONS
 
 __all__ = [
@@ -21,4 +27,6 @@ __all__ = [
     "StoreErrorKind",
     "StoreInputError",
     "default_db_path",
+    "default_db_target",
+    "is_postgres_url",
 ]

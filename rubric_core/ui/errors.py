@@ -1,4 +1,4 @@
-"""What went wrong with the database file, said so that a person can fix it."""
+"""What went wrong with the database (a file, or a PostgreSQL server), said so that a person can fix it."""
 
 from __future__ import annotations
 
@@ -29,11 +29,12 @@ def store_error_message(exc: BaseException, path: str | os.PathLike[str]) -> str
     """Say what went wrong with the database file and what to do about it.
 
     Covers the faults a person can fix: a read-only file or folder, a file locked
-    by another writer, a file deleted or moved while the dashboard is open.
+    by another writer, a file deleted or moved while the dashboard is open, a
+    PostgreSQL server that does not answer or refuses the login.
 
     Args:
         exc: A `StoreError` (its `kind` picks the message) or a raw sqlite3/OS error.
-        path: The database file, named in the message.
+        path: The database file or redacted URL, named in the message.
 
     Examples:
         >>> store_error_message(OSError("attempt to write a readonly database"), "x.db")[:40]
@@ -41,6 +42,18 @@ def store_error_message(exc: BaseException, path: str | os.PathLike[str]) -> str
     """
     text = f"{type(exc).__name__}: {exc}"
     kind = _kind(exc)
+    if kind == "unreachable":
+        return (
+            f"The database server of {path} does not answer ({exc}). Start PostgreSQL or "
+            "check the host and port in RUBRIC_STUDIO_DB, then press Reopen. Passes "
+            "stored before the connection was lost are kept; a run whose pass could not "
+            "be stored ends with an error saying so."
+        )
+    if kind == "auth":
+        return (
+            f"The database server of {path} refused the login ({exc}). Fix the user name "
+            "or password in RUBRIC_STUDIO_DB, then restart the dashboard."
+        )
     if kind == "read_only":
         return (
             f"The database {path} is read-only, so nothing can be saved ({text}). "
