@@ -59,9 +59,13 @@ def _round(store: Store, writers: int, passes: int) -> float:
     version = store.save_rubric_version("bench", "\n".join(f"- {c}" for c in CRITERIA))
     runs = [
         store.create_run(
-            rubric_version_id=version["id"], input=f"input {n}", agent_model="replay:x",
-            grader_model="replay:x", max_iterations=passes, agent_kind="basic",
-        )  # fmt: skip
+            rubric_version_id=version["id"],
+            input=f"input {n}",
+            agent_model="replay:x",
+            grader_model="replay:x",
+            max_iterations=passes,
+            agent_kind="basic",
+        )
         for n in range(writers)
     ]
     barrier = threading.Barrier(writers + 1)
