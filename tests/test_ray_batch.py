@@ -8,6 +8,7 @@ the bad-address tests need neither.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -95,14 +96,17 @@ def _in_thread(batch: Any) -> tuple[threading.Thread, dict[str, Any]]:
     return thread, out
 
 
-def _wait(predicate: Any, timeout_s: float, what: str, poll_s: float = 0.05) -> Any:
+def _wait(
+    predicate: Any, timeout_s: float, what: str, state: Any = None, poll_s: float = 0.05
+) -> Any:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(poll_s)
-    pytest.fail(f"timed out after {timeout_s:g} s waiting for {what}")
+    seen = f" (state: {state()})" if state is not None else ""
+    pytest.fail(f"timed out after {timeout_s:g} s waiting for {what}{seen}")
 
 
 @pytest.fixture
@@ -159,11 +163,11 @@ def test_sqlite_store_is_refused_on_a_two_node_cluster(tmp_path, ray_address: st
 
 
 def test_ray_batch_of_40_inputs_on_two_nodes_stores_40_runs_each_pass_once(
-    pg_store: Store, ray_address: str
+    pg_store: Store, ray_address: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     import ray
-    from ray.util.state import list_workers
 
+    caplog.set_level(logging.DEBUG, logger="rubric_core.runs.ray_batch")
     seen: list[int] = []
     summary = _on_ray(
         pg_store,
@@ -175,13 +179,17 @@ def test_ray_batch_of_40_inputs_on_two_nodes_stores_40_runs_each_pass_once(
     assert summary.by_status == {"satisfied": _INPUTS}
     assert seen == list(range(1, _INPUTS + 1))
     runs = _assert_complete(pg_store, summary.batch_id)
-    # The runs were recorded by Ray worker processes on both nodes, not by this process.
-    pids = {int(run["pid"]) for run in runs}
-    assert os.getpid() not in pids
-    workers = list_workers(address=ray_address, filters=[("worker_type", "=", "WORKER")])
-    nodes = {w["node_id"] for w in workers if w["pid"] in pids}
+    # Recorded by Ray worker processes (not this one), on both nodes of the cluster.
+    assert os.getpid() not in {int(run["pid"]) for run in runs}
+    placed = [
+        r.args
+        for r in caplog.records
+        if r.getMessage().startswith("batch ") and " ran as run " in r.getMessage()
+    ]
+    assert len(placed) == _INPUTS
     alive = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
-    assert nodes == alive and len(nodes) == 2
+    assert {args[3] for args in placed} == alive and len(alive) == 2
+    assert {args[2] for args in placed} == {run["id"] for run in runs}
 
 
 def test_ray_batch_survives_a_worker_killed_mid_run(pg_store: Store, ray_address: str) -> None:
@@ -191,12 +199,18 @@ def test_ray_batch_survives_a_worker_killed_mid_run(pg_store: Store, ray_address
     )
 
     def victim() -> dict[str, Any] | None:
+        assert thread.is_alive(), f"the batch ended before a worker was killed: {out}"
         for run in pg_store.list_runs(batch_id="batch-kill-test", status="running", limit=100):
             if len(pg_store.run_evaluations(run["id"])) == 1:  # graded once, not yet twice
                 return run
         return None
 
-    run = _wait(victim, 120, "a run with one stored pass")
+    run = _wait(
+        victim,
+        120,
+        "a run with one stored pass",
+        lambda: Counter(r["status"] for r in _runs(pg_store, "batch-kill-test")),
+    )
     os.kill(int(run["pid"]), signal.SIGKILL)
     thread.join(_BATCH_TIMEOUT_S)
     assert not thread.is_alive(), "the batch did not end after a worker was killed"

@@ -35,7 +35,6 @@ import logging
 import os
 import socket
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.errors import RubricStudioError
@@ -74,8 +73,8 @@ _MAX_RETRIES = 3
 _POLL_S = 0.25
 """How often the driver looks at the stop event while waiting for tasks."""
 
-_CANCEL_GRACE_S = 20.0
-"""How long cancelled tasks get to end before they are cancelled by force."""
+_CANCEL_GRACE_S = 30.0
+"""How long the driver waits for Ray to end the tasks it cancelled."""
 
 _PAGE = 500
 """Runs read per query when looking for a batch's running runs."""
@@ -215,17 +214,18 @@ def _connect(address: str, runtime_env: Mapping[str, Any] | None) -> ModuleType:
 
 def _store_target(store: Store, ray: ModuleType, address: str) -> str:
     """What a task opens the store from; refuses a SQLite file on a cluster of several nodes."""
-    if getattr(store, "is_postgres", False):
-        return str(store.url)
-    nodes = [node for node in ray.nodes() if node.get("Alive")]
-    if len(nodes) > 1:
-        msg = (
-            f"the Ray cluster at {address} has {len(nodes)} nodes, and a SQLite store "
-            f"({store.path}) lives on one machine: tasks on the others would not reach it. "
-            "Use a PostgreSQL store (RUBRIC_STUDIO_DB=postgresql://...) for Ray batches."
-        )
-        raise RayUnavailable(msg)
-    return str(store.path)
+    if not store.is_postgres:
+        nodes = [node for node in ray.nodes() if node.get("Alive")]
+        if len(nodes) > 1:
+            msg = (
+                f"the Ray cluster at {address} has {len(nodes)} nodes, and a SQLite store "
+                f"({store.url}) lives on one machine: tasks on the others would not reach it. "
+                "Use a PostgreSQL store (RUBRIC_STUDIO_DB=postgresql://...) for Ray batches."
+            )
+            raise RayUnavailable(msg)
+    # The URL with its password: the tasks open their own store (it travels in the task's
+    # arguments, inside the cluster only, and is never logged).
+    return store.target
 
 
 # --------------------------------------------------------------------------- the task
@@ -257,8 +257,8 @@ def _run_input_task(
     """The body of one Ray task: run input `index` of the batch into the store at `target`.
 
     Returns where it ran, for the driver's log and the tests: `{run_id, pid, node_id}`.
-    A `ray.cancel` arrives as `KeyboardInterrupt`; the driver then marks the run
-    `interrupted` (this process may not get the chance).
+    A stopped batch kills the task's worker (`ray.cancel(force=True)`); the driver then
+    marks the run `interrupted`.
     """
     import ray
 
@@ -303,29 +303,38 @@ def _mark_interrupted(store: Store, batch_id: str, indexes: set[int], reason: st
 
 
 def _cancel(ray: ModuleType, in_flight: dict[Any, int]) -> None:
-    """Cancel the tasks still in flight; after a grace period, by force."""
-    for ref in in_flight:
-        ray.cancel(ref)
-    deadline = time.monotonic() + _CANCEL_GRACE_S
-    remaining = list(in_flight)
-    while remaining and time.monotonic() < deadline:
-        _, remaining = ray.wait(remaining, num_returns=len(remaining), timeout=_POLL_S)
-    for ref in remaining:
+    """Cancel the tasks still in flight and wait (bounded) until Ray has ended them.
+
+    By force: the worker process is killed, as a crash would. The polite cancel raises
+    `KeyboardInterrupt` at whatever line the task is on, and a worker that goes on serving
+    tasks after that may hold a lock or a pooled connection the interrupt left behind.
+    A killed worker loses nothing stored (every pass is committed when graded; the
+    checkpoint is in the database), and Ray does not retry a cancelled task.
+    """
+    refs = list(in_flight)
+    for ref in refs:
         ray.cancel(ref, force=True)
-    if remaining:
-        ray.wait(remaining, num_returns=len(remaining), timeout=_CANCEL_GRACE_S)
+    ray.wait(refs, num_returns=len(refs), timeout=_CANCEL_GRACE_S)
 
 
 def _task_failure(ray: ModuleType, exc: BaseException) -> str:
     """Why a task failed, for the log and the run's error; raises if no task can run."""
-    text = str(exc)
-    if isinstance(exc, ray.exceptions.RayTaskError) and "No module named 'rubric_core" in text:
+    if isinstance(exc, ray.exceptions.RayTaskError) and "No module named 'rubric_core" in str(exc):
         msg = (
             "Ray workers cannot import rubric_core: install it (and requirements.txt) in the "
             "Python every `ray start` ran, or start the nodes with the checkout on PYTHONPATH"
         )
         raise RayUnavailable(msg) from exc
-    return f"{type(exc).__name__}: {text.strip().splitlines()[0] if text.strip() else ''}"
+    cause = getattr(exc, "cause", None)  # a RayTaskError carries the task's own exception
+    if isinstance(cause, BaseException):
+        return _error_line(cause)
+    return _error_line(exc)
+
+
+def _error_line(exc: BaseException) -> str:
+    """`Type: last line of the message`, one line for a log or a run's error."""
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[-1].strip()}" if lines else type(exc).__name__
 
 
 def run_on_ray(
@@ -388,6 +397,14 @@ def run_on_ray(
                     lost[index] = reason
                     continue
                 run_id = result.get("run_id")
+                logger.debug(
+                    "batch %s: input %d ran as run %s on node %s (pid %s)",
+                    batch_id,
+                    index,
+                    run_id,
+                    result.get("node_id"),
+                    result.get("pid"),
+                )
                 if run_id is None or progress is None:
                     continue
                 finished += 1
