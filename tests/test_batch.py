@@ -281,3 +281,38 @@ def test_batch_rejects_an_unknown_tool_before_any_run(store):
     with pytest.raises(SpecError, match=r"grader_tools: .*no_such_tool"):
         run_batch(store, template, ["a", "b"])
     assert store.count_runs() == 0
+
+
+def test_resumed_thread_batch_skips_finished_inputs_and_continues_interrupted_ones(store):
+    template = _template(store)
+    inputs = ["first 0", "second 1", "first 2", "second 3"]
+    first = run_batch(store, template, inputs[:2], model_factory=_scripted_factory)
+    # Input 2 was cut off after its run row was written: a dead batch leaves it interrupted.
+    store.create_run(rubric_version_id=template.rubric_version_id, input=inputs[2],
+                     agent_model=template.agent_model, grader_model=template.grader_model,
+                     max_iterations=template.max_iterations, agent_kind="basic",
+                     thread_id="run-cut-off", batch_id=first.batch_id, input_index=2)  # fmt: skip
+    cut = store.list_runs(batch_id=first.batch_id, limit=10)[0]
+    store.finish_run(cut["id"], status="interrupted")
+    before = {run["input_index"]: run for run in store.list_runs(batch_id=first.batch_id)}
+
+    summary = run_batch(store, template, inputs, batch_id=first.batch_id, resume=True,
+                        model_factory=_scripted_factory)  # fmt: skip
+
+    assert summary.by_status == {"satisfied": 4}
+    after = {run["input_index"]: run for run in store.list_runs(batch_id=first.batch_id)}
+    assert sorted(after) == [0, 1, 2, 3]
+    for index in (0, 1):  # finished: not run again
+        assert after[index]["finished_at"] == before[index]["finished_at"]
+    assert after[2]["id"] == cut["id"]  # continued on its own row, not a second run
+    assert after[2]["thread_id"] == "run-cut-off"
+    assert store.finished_inputs(first.batch_id) == {0, 1, 2, 3}
+
+
+def test_resuming_needs_a_known_batch_id(store):
+    template = _template(store)
+    with pytest.raises(SpecError, match="batch_id: resuming a batch needs"):
+        run_batch(store, template, ["first"], resume=True)
+    with pytest.raises(SpecError, match="no batch 'batch-nope'"):
+        run_batch(store, template, ["first"], batch_id="batch-nope", resume=True)
+    assert store.count_runs() == 0

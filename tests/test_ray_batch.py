@@ -8,6 +8,7 @@ the bad-address tests need neither.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -247,3 +248,45 @@ def test_ray_batch_stopped_half_way_resumes_without_rerunning_finished_inputs(
         assert after[index]["pid"] == before[index]["pid"]
     for index, run in before.items():  # interrupted ones continued their own run
         assert after[index]["id"] == run["id"]
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def test_cli_batch_on_a_ray_address_that_does_not_answer_is_one_line_exit_2(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from rubric_core.cli import cli
+
+    dataset = tmp_path / "inputs.csv"
+    dataset.write_text("input\nfirst\nsecond\n", encoding="utf-8")
+    db = tmp_path / "s.db"
+    result = CliRunner().invoke(
+        cli,
+        ["batch", "--scenario", _SCENARIO, "--input-file", str(dataset), "--db", str(db),
+         "--executor", "ray", "--ray-address", "127.0.0.1:1"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "Error: the Ray cluster at 127.0.0.1:1 does not answer" in result.output
+    assert "Traceback" not in result.output
+    assert Store(db).count_runs() == 0
+
+
+def test_cli_batch_on_ray_runs_and_resumes(pg_url: str, ray_address: str, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from rubric_core.cli import cli
+
+    dataset = tmp_path / "inputs.csv"
+    dataset.write_text("input\n" + "\n".join(_inputs(6)) + "\n", encoding="utf-8")
+    common = ["--scenario", _SCENARIO, "--input-file", str(dataset), "--db", pg_url,
+              "--executor", "ray", "--ray-address", ray_address, "--ray-task-cpus", "0.5",
+              "--json"]  # fmt: skip
+    first = CliRunner().invoke(cli, ["batch", *common])
+    assert first.exit_code == 0, first.output
+    batch_id = json.loads(first.stdout)["batch_id"]
+    again = CliRunner().invoke(cli, ["batch", *common, "--resume", batch_id])
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert summary["batch_id"] == batch_id
+    assert summary["by_status"] == {"satisfied": 6}

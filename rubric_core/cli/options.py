@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from rubric_core.runs import RunSpec
     from rubric_core.store import Store
 
-__all__ = ["SpecOptions", "build_spec", "check_spec", "db_option", "spec_options"]
+__all__ = [
+    "ExecutorOptions",
+    "SpecOptions",
+    "build_spec",
+    "check_spec",
+    "db_option",
+    "executor_options",
+    "spec_options",
+]
 
 
 def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -35,6 +43,59 @@ def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
         help="SQLite store file, or a postgresql://user:password@host:port/db URL "
         "[default: ./rubric_studio.db].",
     )(function)
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """Where a batch runs: `--executor`, `--ray-address`, `--ray-task-cpus`."""
+
+    executor: str = "thread"
+    """`--executor`: `thread` (this process) or `ray` (a Ray cluster)."""
+    ray_address: str | None = None
+    """`--ray-address` (also `$RUBRIC_STUDIO_RAY_ADDRESS`): the head node, `HOST:PORT`."""
+    ray_task_cpus: float = 1.0
+    """`--ray-task-cpus`: CPUs each Ray task reserves."""
+
+
+_EXECUTOR_FIELDS = tuple(f.name for f in fields(ExecutorOptions))
+
+_EXECUTOR_OPTIONS = (
+    click.option(
+        "--executor",
+        type=click.Choice(("thread", "ray")),
+        default="thread",
+        show_default=True,
+        help="thread: runs in this process; ray: one Ray task per input on a cluster "
+        "(needs a postgresql:// store).",
+    ),
+    click.option(
+        "--ray-address",
+        default=None,
+        envvar="RUBRIC_STUDIO_RAY_ADDRESS",
+        show_envvar=True,
+        help="Head node of the Ray cluster, HOST:PORT (what `ray start --head` printed).",
+    ),
+    click.option(
+        "--ray-task-cpus",
+        type=click.FloatRange(min=0.01),
+        default=1.0,
+        show_default=True,
+        help="CPUs each Ray task reserves; below 1 lets a node run several at once.",
+    ),
+)
+
+
+def executor_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the executor options to a command; it receives them as `executor`."""
+
+    @functools.wraps(function)
+    def command(**kwargs: Any) -> Any:
+        executor = ExecutorOptions(**{name: kwargs.pop(name) for name in _EXECUTOR_FIELDS})
+        return function(executor=executor, **kwargs)
+
+    for option in reversed(_EXECUTOR_OPTIONS):
+        command = option(command)
+    return command
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,15 @@ from rubric_core.cli.common import (
     open_store,
     read_text,
 )
-from rubric_core.cli.options import SpecOptions, build_spec, check_spec, db_option, spec_options
+from rubric_core.cli.options import (
+    ExecutorOptions,
+    SpecOptions,
+    build_spec,
+    check_spec,
+    db_option,
+    executor_options,
+    spec_options,
+)
 from rubric_core.schema import MAX_CONCURRENCY
 
 if TYPE_CHECKING:
@@ -256,6 +264,7 @@ def _check_concurrency(concurrency: int) -> None:
 
 @click.command(context_settings=CONTEXT)
 @spec_options
+@executor_options
 @click.option(
     "--input-file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -267,21 +276,35 @@ def _check_concurrency(concurrency: int) -> None:
     type=int,
     default=4,
     show_default=True,
-    help=f"Runs at once (1-{MAX_CONCURRENCY}).",
+    help=f"Runs at once (1-{MAX_CONCURRENCY}); with Ray, tasks in flight.",
+)
+@click.option(
+    "--resume",
+    "resume_batch",
+    default=None,
+    metavar="BATCH_ID",
+    help="Continue this batch over the same --input-file: finished inputs are skipped, "
+    "interrupted ones continue their run.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def batch(
     spec: SpecOptions,
+    executor: ExecutorOptions,
     db: str | None,
     input_file: Path,
     concurrency: int,
+    resume_batch: str | None,
     as_json: bool,
 ) -> None:
     """Run one rubric version over every input of a dataset and summarise.
 
     A progress bar goes to stderr; the summary (satisfied rate, mean iterations to
     satisfied, per-criterion pass rates, grader errors) to stdout. Exit code 0 when
-    every run finished, 1 if any ended in error or the batch was stopped, 2 for bad input.
+    every run finished, 1 if any ended in error or the batch was stopped, 2 for bad input
+    (or a Ray cluster that does not answer).
+
+    With `--executor ray` each input is a task on the Ray cluster at `--ray-address`,
+    recording into the shared store, which must then be PostgreSQL (`--db postgresql://...`).
 
     \b
     Example:
@@ -289,16 +312,27 @@ def batch(
             --agent-model openai:gpt-4o-mini --grader-model openai:gpt-4o-mini \\
             --grader-tool count_syllables --concurrency 8
         python -m rubric_core batch --scenario haiku --input-file prompts.jsonl
+        python -m rubric_core batch --scenario haiku --input-file prompts.jsonl \\
+            --db postgresql://rubric:PASSWORD@db:5432/rubric_studio \\
+            --executor ray --ray-address 10.0.0.5:6379
+        python -m rubric_core batch --scenario haiku --input-file prompts.jsonl \\
+            --resume batch-1a2b3c4d5e6f7a8b
     """
     from tqdm import tqdm
 
     from rubric_core.runs import DatasetError, SpecError, load_dataset, run_batch
+    from rubric_core.runs.ray_batch import RayUnavailable, check_ray_address
 
     try:
         inputs = load_dataset(input_file)
     except DatasetError as exc:
         raise BadInput(str(exc)) from exc
     _check_concurrency(concurrency)
+    if executor.executor == "ray":
+        try:
+            check_ray_address(executor.ray_address)
+        except RayUnavailable as exc:
+            raise BadInput(str(exc)) from exc
     store = open_store(db)
     stop = threading.Event()
     try:
@@ -307,8 +341,9 @@ def batch(
         bar = tqdm(total=len(inputs), unit="run", file=sys.stderr, desc="batch")
 
         def progress(done: int, total: int, row: dict[str, Any]) -> None:
-            bar.update(1)
+            bar.n = done
             bar.set_postfix_str(row.get("status", ""), refresh=False)
+            bar.refresh()
 
         result: dict[str, Any] = {}
 
@@ -321,6 +356,11 @@ def batch(
                     concurrency=concurrency,
                     progress=progress,
                     stop_event=stop,
+                    batch_id=resume_batch,
+                    resume=resume_batch is not None,
+                    executor=executor.executor,
+                    ray_address=executor.ray_address,
+                    ray_task_cpus=executor.ray_task_cpus,
                 )
             except BaseException as exc:
                 result["error"] = exc
@@ -337,7 +377,7 @@ def batch(
         bar.close()
         if "error" in result:
             error = result["error"]
-            if isinstance(error, SpecError):
+            if isinstance(error, SpecError | RayUnavailable):
                 raise BadInput(str(error)) from error
             raise error
         summary = result["summary"]
@@ -345,6 +385,8 @@ def batch(
             click.echo(json.dumps(summary.as_dict(), indent=2, ensure_ascii=False))
         else:
             click.echo(format_summary(summary))
+            if stop.is_set():
+                click.echo(f"Resume with: --resume {summary.batch_id}", err=True)
     finally:
         store.close()
     failed = stop.is_set() or summary.by_status.get("error", 0) > 0
