@@ -15,6 +15,7 @@ from rubric_core.runs import (
     start_batch,
     summary_for_batch,
 )
+from rubric_core.runs.ray_batch import RayUnavailable, configured_ray_address, offered_executors
 from rubric_core.schema import DEFAULT_MAX_ITERATIONS, MAX_CONCURRENCY, MAX_ITERATIONS_LIMIT
 from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
@@ -40,6 +41,8 @@ from studio_ui import (
 BATCH_POLL_S = 1.0
 
 store = get_store()
+if store is None:
+    st.stop()
 registry = run_registry()
 scenarios = list_scenarios()
 
@@ -84,6 +87,21 @@ max_iterations = c2.number_input(
 concurrency = c3.number_input(
     "Concurrency", min_value=1, max_value=MAX_CONCURRENCY, step=1, key="batch_concurrency"
 )
+executors = offered_executors(store)
+executor = "thread"
+if "ray" in executors:
+    ray_address = configured_ray_address()
+    executor = st.radio(
+        "Run on",
+        executors,
+        format_func=lambda name: (
+            "this machine (threads)" if name == "thread" else f"the Ray cluster at {ray_address}"
+        ),
+        horizontal=True,
+        key="batch_executor",
+        help="On Ray, each input is a task on the cluster; its runs record into this "
+        "PostgreSQL store, so progress shows here the same way.",
+    )
 
 if st.button("Launch batch", type="primary", key="batch_launch", disabled=not inputs):
     if agent_choice and grader_choice:
@@ -105,9 +123,11 @@ if st.button("Launch batch", type="primary", key="batch_launch", disabled=not in
             base_url=base_url,
         )
         try:
-            job = start_batch(store, spec, inputs, concurrency=int(concurrency))
+            job = start_batch(store, spec, inputs, concurrency=int(concurrency), executor=executor)
         except SpecError as exc:
             st.error(f"Not started: {spec_error_hint(str(exc))}")
+        except RayUnavailable as exc:
+            st.error(f"Not started: {exc}")
         except STORE_ERRORS as exc:
             show_store_error(exc)
         else:

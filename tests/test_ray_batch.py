@@ -15,6 +15,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from rubric_core.store import Store
 _SCENARIO = "needs_revision_then_satisfied"
 """Two agent turns, two verdicts: each run stores exactly two grading passes."""
 
+_APP = Path(__file__).resolve().parent.parent / "app.py"
 _PASSES = 2
 _INPUTS = 40
 _BATCH_TIMEOUT_S = 300
@@ -290,3 +292,49 @@ def test_cli_batch_on_ray_runs_and_resumes(pg_url: str, ray_address: str, tmp_pa
     summary = json.loads(again.stdout)
     assert summary["batch_id"] == batch_id
     assert summary["by_status"] == {"satisfied": 6}
+
+
+# --------------------------------------------------------------------------- the Batch page
+
+
+def _batch_page(monkeypatch: pytest.MonkeyPatch, db: str, ray_address: str | None):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("RUBRIC_STUDIO_DB", db)
+    if ray_address is None:
+        monkeypatch.delenv("RUBRIC_STUDIO_RAY_ADDRESS", raising=False)
+    else:
+        monkeypatch.setenv("RUBRIC_STUDIO_RAY_ADDRESS", ray_address)
+    with Store(db) as store:
+        scenario = load_scenario(_SCENARIO)
+        store.save_rubric_version(f"scenario-{_SCENARIO}", scenario["rubric"])
+    app = AppTest.from_file(str(_APP), default_timeout=60).run()
+    app.switch_page("app_pages/batch.py").run()
+    csv_text = "input\n" + "\n".join(_inputs(3)) + "\n"
+    app.file_uploader(key="batch_upload").upload("inputs.csv", csv_text.encode(), "text/csv")
+    app.run()
+    app.radio(key="batch_agent_source").set_value("replay").run()
+    app.selectbox(key="batch_agent_scenario").set_value(_SCENARIO)
+    app.selectbox(key="batch_grader_scenario").set_value(_SCENARIO)
+    return app.run()
+
+
+def test_batch_page_offers_ray_only_for_a_postgres_store(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = _batch_page(monkeypatch, str(tmp_path / "s.db"), "127.0.0.1:1")
+    assert not app.exception
+    assert not [r for r in app.radio if r.key == "batch_executor"]
+
+
+def test_batch_page_ray_address_that_does_not_answer_is_an_error_in_place(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = _batch_page(monkeypatch, pg_url, "127.0.0.1:1")
+    app.radio(key="batch_executor").set_value("ray").run()
+    app.button(key="batch_launch").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    errors = [e.value for e in app.error]
+    assert any("the Ray cluster at 127.0.0.1:1 does not answer" in e for e in errors), errors
+    with Store(pg_url) as store:
+        assert store.count_runs() == 0

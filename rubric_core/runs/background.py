@@ -98,26 +98,44 @@ class RunRegistry:
 
 
 def start_batch(
-    store: Store, spec: RunSpec, inputs: Sequence[str], *, concurrency: int
+    store: Store,
+    spec: RunSpec,
+    inputs: Sequence[str],
+    *,
+    concurrency: int,
+    executor: str = "thread",
+    ray_address: str | None = None,
+    ray_task_cpus: float = 1.0,
 ) -> BatchJob:
     """Validate a batch, then run it on a background thread; returns at once.
 
     The batch is checked completely first (`validate_batch`: the concurrency, every input,
     the spec), so a bad row or a missing API key is reported here rather than from the thread.
+    For `executor="ray"` the cluster's address is checked to answer too (within seconds:
+    `check_ray_address`); connecting and running happen on the thread, and what goes wrong
+    there lands in `job.error`.
 
     Args:
         store: The store the runs are recorded in.
         spec: The spec every run uses; its `input` is replaced per run.
         inputs: One input per run.
         concurrency: Runs executing at once (see `validate_concurrency`).
+        executor: `thread` or `ray` (see `run_batch`).
+        ray_address: The Ray head node; default `$RUBRIC_STUDIO_RAY_ADDRESS`.
+        ray_task_cpus: CPUs each Ray task reserves.
 
     Returns:
         The job, its thread started; keep it in a `RunRegistry` to find it again.
 
     Raises:
         SpecError: Naming the field that is wrong (`concurrency`, `inputs`, a spec field).
+        RayUnavailable: `executor="ray"` and the cluster does not answer.
     """
     concurrency = validate_batch(store, spec, inputs, concurrency)
+    if executor == "ray":
+        from rubric_core.runs.ray_batch import check_ray_address
+
+        ray_address = check_ray_address(ray_address)
     job = BatchJob(batch_id=f"batch-{uuid.uuid4().hex[:16]}", total=len(inputs))
 
     def work() -> None:
@@ -129,6 +147,9 @@ def start_batch(
                 concurrency=concurrency,
                 stop_event=job.stop_event,
                 batch_id=job.batch_id,
+                executor=executor,
+                ray_address=ray_address,
+                ray_task_cpus=ray_task_cpus,
             )
         except Exception as exc:  # shown on the Batch page; runs stored so far are kept
             job.error = f"{type(exc).__name__}: {exc}"

@@ -53,6 +53,7 @@ __all__ = [
     "RayUnavailable",
     "check_ray_address",
     "configured_ray_address",
+    "offered_executors",
     "run_on_ray",
 ]
 
@@ -106,6 +107,18 @@ def configured_ray_address(explicit: str | None = None) -> str | None:
     """
     value = (explicit or os.environ.get(RAY_ADDRESS_ENV) or "").strip()
     return value or None
+
+
+def offered_executors(store: Store) -> tuple[str, ...]:
+    """The executors a page should offer for `store`: Ray only with a cluster and PostgreSQL.
+
+    Examples:
+        >>> offered_executors(Store("studio.db"))  # doctest: +SKIP
+        ('thread',)
+    """
+    if configured_ray_address() is not None and store.is_postgres:
+        return ("thread", "ray")
+    return ("thread",)
 
 
 def _host_port(address: str) -> tuple[str, int]:
