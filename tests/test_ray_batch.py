@@ -338,3 +338,15 @@ def test_batch_page_ray_address_that_does_not_answer_is_an_error_in_place(
     assert any("the Ray cluster at 127.0.0.1:1 does not answer" in e for e in errors), errors
     with Store(pg_url) as store:
         assert store.count_runs() == 0
+
+
+def test_ray_is_imported_only_when_a_ray_batch_starts() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rubric_core.runs, rubric_core.cli, rubric_core.runs.ray_batch; "
+        "print('ray' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr

@@ -7,7 +7,9 @@ The modules, in the order a run flows through them:
 - `checkpoints`: the LangGraph checkpoint file beside the store, one saver per process.
 - `execute`: `start_run`, `run_once`, `resume_run`, the `RunHandle` and the recorder
   that commits each grading pass to the store before the loop goes on.
-- `batch`: `run_batch` over many inputs and the `BatchSummary` read back from the store.
+- `batch`: `run_batch` over many inputs (threads, or Ray with `executor="ray"`), resuming a
+  batch, and the `BatchSummary` read back from the store.
+- `ray_batch`: each input a Ray task recording into the shared store (`ray` imported lazily).
 - `datasets`: CSV/JSONL inputs from a file (`load_dataset`) or an upload (`load_upload`).
 - `background`: runs and batches kept by a long-lived process (the dashboard's).
 
@@ -20,17 +22,20 @@ from __future__ import annotations
 from rubric_core.runs.agents import StopRun, build_agent
 from rubric_core.runs.background import BatchJob, RunRegistry, batch_progress, start_batch
 from rubric_core.runs.batch import (
+    EXECUTORS,
     BatchSummary,
     ModelFactory,
     ProgressCallback,
     format_rate,
     run_batch,
+    run_batch_input,
     summary_for_batch,
     validate_batch,
 )
 from rubric_core.runs.checkpoints import checkpoint_path
 from rubric_core.runs.datasets import DATASET_SUFFIXES, DatasetError, load_dataset, load_upload
 from rubric_core.runs.execute import RunHandle, resume_run, run_once, start_run
+from rubric_core.runs.ray_batch import RayUnavailable, check_ray_address
 from rubric_core.runs.spec import (
     MAX_INPUT_CHARS,
     RunSpec,
@@ -45,6 +50,7 @@ from rubric_core.schema import AGENT_KINDS, MAX_CONCURRENCY, MAX_ITERATIONS_LIMI
 __all__ = [
     "AGENT_KINDS",
     "DATASET_SUFFIXES",
+    "EXECUTORS",
     "MAX_CONCURRENCY",
     "MAX_INPUT_CHARS",
     "MAX_ITERATIONS_LIMIT",
@@ -53,6 +59,7 @@ __all__ = [
     "DatasetError",
     "ModelFactory",
     "ProgressCallback",
+    "RayUnavailable",
     "RunHandle",
     "RunRegistry",
     "RunSpec",
@@ -61,12 +68,14 @@ __all__ = [
     "batch_progress",
     "build_agent",
     "check_input",
+    "check_ray_address",
     "checkpoint_path",
     "format_rate",
     "load_dataset",
     "load_upload",
     "resume_run",
     "run_batch",
+    "run_batch_input",
     "run_once",
     "spec_from_run",
     "start_batch",
