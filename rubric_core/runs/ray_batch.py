@@ -241,6 +241,19 @@ def _store_target(store: Store, ray: ModuleType, address: str) -> str:
     return store.target
 
 
+def _prepare_checkpoints(store: Store) -> None:
+    """Create the checkpointer's tables here, once, before the tasks open it in parallel.
+
+    Every worker's first run sets the checkpointer up; with the tables already there that
+    is a check, rather than many processes racing to run the same migrations.
+    """
+    from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
+
+    path = checkpoint_path(store)
+    CHECKPOINTERS.acquire(path, store)
+    CHECKPOINTERS.release(path)
+
+
 # --------------------------------------------------------------------------- the task
 
 
@@ -384,6 +397,7 @@ def run_on_ray(
     resolved = check_ray_address(address)
     ray = _connect(resolved, runtime_env)
     target = _store_target(store, ray, resolved)
+    _prepare_checkpoints(store)
     task = ray.remote(_run_input_task).options(
         num_cpus=task_cpus, max_retries=max_retries, retry_exceptions=False
     )
