@@ -338,7 +338,10 @@ def batch(
     try:
         run_spec = build_spec(store, spec, inputs[0])
         check_spec(store, run_spec)
-        bar = tqdm(total=len(inputs), unit="run", file=sys.stderr, desc="batch")
+        done_before = len(store.finished_inputs(resume_batch)) if resume_batch else 0
+        bar = tqdm(
+            total=len(inputs), initial=done_before, unit="run", file=sys.stderr, desc="batch"
+        )
 
         def progress(done: int, total: int, row: dict[str, Any]) -> None:
             bar.n = done
