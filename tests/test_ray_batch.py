@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -110,6 +111,16 @@ def _wait(
         time.sleep(poll_s)
     seen = f" (state: {state()})" if state is not None else ""
     pytest.fail(f"timed out after {timeout_s:g} s waiting for {what}{seen}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _disconnect_ray_afterwards():
+    """run_batch keeps this process connected to the cluster; later modules start afresh."""
+    yield
+    if "ray" in sys.modules:
+        import ray
+
+        ray.shutdown()
 
 
 @pytest.fixture
