@@ -126,6 +126,16 @@ class CriterionVerdict(TypedDict):
     gap: NotRequired[str]
     """Only on failing criteria: what is missing or wrong, specific enough to act on."""
 
+    checked_by: NotRequired[Literal["code"]]
+    """Present when a code check (`rubric_core.tools.checks`) decided it, not the judge."""
+
+    evidence: NotRequired[str]
+    """On checked criteria: the check's own output (on failures it is the gap too)."""
+
+    check_error: NotRequired[bool]
+    """On checked criteria: `True` when the check could not decide (a missing file, a
+    sandbox that would not start); `passed` is then False, through no fault of the work."""
+
 
 class Criterion(BaseModel):
     """A criterion verdict as the grader must state it (reasoning before verdict)."""
