@@ -13,25 +13,16 @@ verdict established. A pass with no verdicts at all (a `grader_error` pass) and 
 rubric with no criteria have no score: `None`, never 0.
 
 Pass numbers in feedback are 1-based, as the dashboard labels passes
-(`rubric_core.charts.pass_label`): iteration 0 is "pass 1".
+(`rubric_core.ui.passes.pass_label`): iteration 0 is "pass 1".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 from rubric_core.rubric import CriterionSpec, parse_criteria
-
-
-class Regression(TypedDict):
-    """A criterion that passed in an earlier pass of the grading run and fails now."""
-
-    name: str
-    """The criterion's name."""
-
-    passed_in: int
-    """The last pass (1-based) in which it passed."""
+from rubric_core.schema import Regression
 
 
 def _key(name: object) -> str:
