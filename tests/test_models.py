@@ -22,6 +22,7 @@ from rubric_core.models import (
     tool_call_turn,
     verdict_turn,
 )
+from rubric_core.rubric import parse_criteria
 from rubric_core.schema import GraderResponse
 from rubric_core.tools import TOOL_NAMES, get_tools
 
