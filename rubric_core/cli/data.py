@@ -110,13 +110,14 @@ def export(
 
 @click.group(context_settings=CONTEXT)
 def rubrics() -> None:
-    """List, add and show rubrics (named, immutable versions).
+    """List, add, import and show rubrics (named, immutable versions).
 
     \b
     Example:
         python -m rubric_core rubrics list
         python -m rubric_core rubrics add haiku rubric.txt --tag poetry
         python -m rubric_core rubrics show haiku --version 1
+        python -m rubric_core rubrics import triage healthbench_rubric.json
     """
 
 
@@ -181,6 +182,50 @@ def rubrics_add(name: str, file: Path, tags: tuple[str, ...], note: str, db: Pat
     click.echo(
         f"Rubric {row['name']!r} version {row['version']} (id {row['id']}), "
         f"{len(row['criteria'])} criteria."
+    )
+
+
+@rubrics.command("import", context_settings=CONTEXT)
+@click.argument("name")
+@click.argument(
+    "file",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    default="-",
+)
+@click.option("--tag", "tags", multiple=True, help="A tag for the rubric; repeat for several.")
+@click.option("--note", default="imported from HealthBench JSON", help="What this version is.")
+@db_option
+def rubrics_import(
+    name: str, file: Path, tags: tuple[str, ...], note: str, db: Path | None
+) -> None:
+    """Import a HealthBench-style rubric from FILE (or stdin) as a version of rubric NAME.
+
+    FILE is a JSON list of {"criterion": ..., "points": ...} (or an example holding it
+    under "rubrics"); points become weights, negative points penalties.
+
+    \b
+    Example:
+        python -m rubric_core rubrics import triage healthbench_rubric.json --tag medical
+    """
+    from rubric_core.rubric import RubricError, criteria_from_healthbench
+    from rubric_core.store import StoreError
+
+    raw = read_text(file, "rubric file")
+    try:
+        text = criteria_from_healthbench(raw)
+    except RubricError as exc:
+        raise BadInput(f"{file}: {exc}") from exc
+    store = open_store(db)
+    try:
+        try:
+            row = store.save_rubric_version(name, text, tags=list(tags) or None, note=note)
+        except (RubricError, StoreError, ValueError) as exc:
+            raise BadInput(f"rubric {name!r}: {exc}") from exc
+    finally:
+        store.close()
+    click.echo(
+        f"Rubric {row['name']!r} version {row['version']} (id {row['id']}), "
+        f"{len(row['criteria'])} criteria imported."
     )
 
 
