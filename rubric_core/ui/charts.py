@@ -16,6 +16,8 @@ __all__ = [
     "iterations_histogram",
     "pass_rate_figure",
     "plain",
+    "progress_figure",
+    "score_histogram",
     "short_label",
     "timeline_figure",
 ]
@@ -123,6 +125,109 @@ def timeline_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
         yaxis={"title": "seconds"},
         legend_title_text="verdict",
         title="Iteration timeline",
+    )
+    return figure
+
+
+def _regressed_by_pass(evaluations: Sequence[Evaluation]) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    for name, _from_pass, to_pass in find_regressions(evaluations):
+        found.setdefault(to_pass, []).append(name)
+    return found
+
+
+def progress_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
+    """The run's progress per pass: score (line, left axis) and criteria passed (bars).
+
+    Grader seconds, attempts and tokens are in each pass's hover; a pass where a
+    criterion regressed (passed before, fails now) gets a red ✗ marker above its
+    score, its hover naming the regressed criteria. Passes without a score (grader
+    errors, or passes stored before scores existed) leave a gap in the line.
+
+    Examples:
+        >>> passes = [{"result": "needs_revision", "score": 0.5,
+        ...            "criteria": [{"name": "a", "passed": True}, {"name": "b", "passed": False}]},
+        ...           {"result": "needs_revision", "score": 0.0,
+        ...            "criteria": [{"name": "a", "passed": False}, {"name": "b", "passed": False}]}]
+        >>> [trace.name for trace in progress_figure(passes).data]
+        ['criteria passed', 'score', 'regression']
+    """
+    if not evaluations:
+        return _empty_figure("No grading pass yet")
+    labels = [pass_label(j) for j in range(len(evaluations))]
+    regressed = _regressed_by_pass(evaluations)
+    passed, totals, scores, hovers = [], [], [], []
+    for j, evaluation in enumerate(evaluations):
+        criteria = evaluation.get("criteria") or []
+        ok = sum(1 for c in criteria if c.get("passed"))
+        score = evaluation.get("score")
+        passed.append(ok)
+        totals.append(len(criteria))
+        scores.append(None if score is None else float(score))
+        lines = [
+            labels[j],
+            f"verdict: {plain(evaluation.get('result', ''))}",
+            f"score: {'n/a' if score is None else f'{float(score):.2f}'}",
+            f"criteria passed: {ok} / {len(criteria)}",
+            f"grader seconds: {float(evaluation.get('duration_s') or 0.0):.2f}",
+            f"grader attempts: {int(evaluation.get('grader_attempts') or 0)}",
+            f"grader tokens: {int(evaluation.get('grader_input_tokens') or 0)} in / "
+            f"{int(evaluation.get('grader_output_tokens') or 0)} out",
+        ]
+        if j in regressed:
+            lines.append("regressed: " + "; ".join(plain(short_label(n)) for n in regressed[j]))
+        hovers.append("<br>".join(lines))
+    figure = go.Figure()
+    figure.add_bar(
+        x=labels,
+        y=passed,
+        name="criteria passed",
+        yaxis="y2",
+        text=[f"{p}/{t}" for p, t in zip(passed, totals, strict=True)],
+        textposition="inside",
+        hovertext=hovers,
+        hoverinfo="text",
+        marker_color=[
+            _RESULT_COLORS.get(str(e.get("result", "")), _UNKNOWN_COLOR) for e in evaluations
+        ],
+        opacity=0.35,
+    )
+    figure.add_scatter(
+        x=labels,
+        y=scores,
+        name="score",
+        mode="lines+markers",
+        line={"color": "#1565c0", "width": 3},
+        marker={"size": 9},
+        hovertext=hovers,
+        hoverinfo="text",
+    )
+    marks = sorted(regressed)
+    figure.add_scatter(
+        x=[labels[j] for j in marks],
+        y=[min(1.08, (scores[j] or 0.0) + 0.08) for j in marks],
+        name="regression",
+        mode="markers",
+        marker={"symbol": "x", "size": 12, "color": "#c62828"},
+        hovertext=[hovers[j] for j in marks],
+        hoverinfo="text",
+    )
+    figure.update_layout(
+        height=300,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"title": "grading pass", "categoryorder": "array", "categoryarray": labels},
+        yaxis={"title": "score", "range": [0, 1.12], "tickformat": ".0%"},
+        yaxis2={
+            "title": "criteria passed",
+            "overlaying": "y",
+            "side": "right",
+            "range": [0, max([*totals, 1]) * 1.12],
+            "showgrid": False,
+            "dtick": 1 if max([*totals, 1]) <= 10 else None,
+        },
+        legend={"orientation": "h", "y": -0.25},
+        title="Progress per pass (hover for grader seconds)",
+        barmode="overlay",
     )
     return figure
 
@@ -246,5 +351,32 @@ def iterations_histogram(iterations: Sequence[int]) -> go.Figure:
         xaxis={"title": "grading passes to satisfied", "dtick": 1},
         yaxis={"title": "runs"},
         title="Iterations to satisfied",
+    )
+    return figure
+
+
+def score_histogram(scores: Sequence[float]) -> go.Figure:
+    """The distribution of run scores in a batch: ten bins over [0, 1], mean marked.
+
+    Examples:
+        >>> score_histogram([0.5, 1.0]).layout.title.text
+        'Score distribution (mean 0.75)'
+    """
+    if not scores:
+        return _empty_figure("No scored run yet")
+    mean = sum(scores) / len(scores)
+    figure = go.Figure(
+        go.Histogram(
+            x=list(scores), xbins={"start": 0, "end": 1.0001, "size": 0.1}, marker_color="#1565c0"
+        )
+    )
+    figure.add_vline(x=mean, line_dash="dash", line_color="#c62828")
+    figure.update_layout(
+        height=260,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": "score", "range": [0, 1]},
+        yaxis={"title": "runs"},
+        title=f"Score distribution (mean {mean:.2f})",
+        bargap=0.05,
     )
     return figure
