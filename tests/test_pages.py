@@ -463,3 +463,23 @@ def test_locked_database_is_explained_when_saving(app: AppTest, db_path: Path) -
         blocker.rollback()
         blocker.close()
     assert os.path.exists(db_path)
+
+
+def test_rubrics_shows_weights_penalties_and_checks_as_you_type(app: AppTest) -> None:
+    app.text_area(key="rubric_text").input(
+        "- [3] Cites the release date\n- [-5] Invents a price\n- Three lines {lines == 3}"
+    )
+    app.run()
+    _no_exception(app)
+    texts = _texts(app)
+    assert "1. Cites the release date  · weight 3" in texts
+    assert "2. Invents a price  · penalty -5" in texts
+    assert "3. Three lines  · ⚙ {lines == 3}" in texts
+    assert any("decided by code checks" in c.value for c in app.caption)
+
+
+def test_rubrics_bad_weight_is_an_error_naming_the_line(app: AppTest) -> None:
+    app.text_area(key="rubric_text").input("- fine\n- [abc] Not a weight")
+    app.run()
+    _no_exception(app)
+    assert any(e.value.startswith("line 2 ('- [abc] Not a weight')") for e in app.error)
