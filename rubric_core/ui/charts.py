@@ -9,7 +9,13 @@ from typing import Any
 import plotly.graph_objects as go
 
 from rubric_core.ui.format import one_line
-from rubric_core.ui.passes import Evaluation, criterion_matrix, find_regressions, pass_label
+from rubric_core.ui.passes import (
+    Evaluation,
+    criterion_matrix,
+    find_regressions,
+    pass_label,
+    pass_score,
+)
 
 __all__ = [
     "heatmap_figure",
@@ -17,6 +23,7 @@ __all__ = [
     "pass_rate_figure",
     "plain",
     "progress_figure",
+    "score_bins",
     "score_histogram",
     "short_label",
     "timeline_figure",
@@ -137,97 +144,86 @@ def _regressed_by_pass(evaluations: Sequence[Evaluation]) -> dict[int, list[str]
 
 
 def progress_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
-    """The run's progress per pass: score (line, left axis) and criteria passed (bars).
+    """The run's progress: one bar per pass, its height the pass's score.
 
-    Grader seconds, attempts and tokens are in each pass's hover; a pass where a
-    criterion regressed (passed before, fails now) gets a red ✗ marker above its
-    score, its hover naming the regressed criteria. Passes without a score (grader
-    errors, or passes stored before scores existed) leave a gap in the line.
+    Bars are coloured by verdict (one trace per verdict) and labelled with the criteria
+    passed (`2/3`); grader seconds, attempts and tokens are in the hover. A pass where
+    a criterion regressed (passed before, fails now) is marked `↩ regressed` above its
+    bar, naming the criteria. A pass with no score (a grader error) has no bar height.
 
     Examples:
         >>> passes = [{"result": "needs_revision", "score": 0.5,
         ...            "criteria": [{"name": "a", "passed": True}, {"name": "b", "passed": False}]},
         ...           {"result": "needs_revision", "score": 0.0,
         ...            "criteria": [{"name": "a", "passed": False}, {"name": "b", "passed": False}]}]
-        >>> [trace.name for trace in progress_figure(passes).data]
-        ['criteria passed', 'score', 'regression']
+        >>> figure = progress_figure(passes)
+        >>> [trace.name for trace in figure.data], list(figure.data[0].text)
+        (['needs_revision'], ['1/2 passed', '0/2 passed'])
+        >>> figure.layout.annotations[0].text
+        '↩ regressed'
     """
     if not evaluations:
         return _empty_figure("No grading pass yet")
     labels = [pass_label(j) for j in range(len(evaluations))]
     regressed = _regressed_by_pass(evaluations)
-    passed, totals, scores, hovers = [], [], [], []
-    for j, evaluation in enumerate(evaluations):
-        criteria = evaluation.get("criteria") or []
-        ok = sum(1 for c in criteria if c.get("passed"))
-        score = evaluation.get("score")
-        passed.append(ok)
-        totals.append(len(criteria))
-        scores.append(None if score is None else float(score))
-        lines = [
-            labels[j],
-            f"verdict: {plain(evaluation.get('result', ''))}",
-            f"score: {'n/a' if score is None else f'{float(score):.2f}'}",
-            f"criteria passed: {ok} / {len(criteria)}",
-            f"grader seconds: {float(evaluation.get('duration_s') or 0.0):.2f}",
-            f"grader attempts: {int(evaluation.get('grader_attempts') or 0)}",
-            f"grader tokens: {int(evaluation.get('grader_input_tokens') or 0)} in / "
-            f"{int(evaluation.get('grader_output_tokens') or 0)} out",
-        ]
-        if j in regressed:
-            lines.append("regressed: " + "; ".join(plain(short_label(n)) for n in regressed[j]))
-        hovers.append("<br>".join(lines))
     figure = go.Figure()
-    figure.add_bar(
-        x=labels,
-        y=passed,
-        name="criteria passed",
-        yaxis="y2",
-        text=[f"{p}/{t}" for p, t in zip(passed, totals, strict=True)],
-        textposition="inside",
-        hovertext=hovers,
-        hoverinfo="text",
-        marker_color=[
-            _RESULT_COLORS.get(str(e.get("result", "")), _UNKNOWN_COLOR) for e in evaluations
-        ],
-        opacity=0.35,
-    )
-    figure.add_scatter(
-        x=labels,
-        y=scores,
-        name="score",
-        mode="lines+markers",
-        line={"color": "#1565c0", "width": 3},
-        marker={"size": 9},
-        hovertext=hovers,
-        hoverinfo="text",
-    )
-    marks = sorted(regressed)
-    figure.add_scatter(
-        x=[labels[j] for j in marks],
-        y=[min(1.08, (scores[j] or 0.0) + 0.08) for j in marks],
-        name="regression",
-        mode="markers",
-        marker={"symbol": "x", "size": 12, "color": "#c62828"},
-        hovertext=[hovers[j] for j in marks],
-        hoverinfo="text",
-    )
+    scores: list[float] = []
+    for result in dict.fromkeys(str(e.get("result", "")) for e in evaluations):
+        xs, ys, texts, hovers = [], [], [], []
+        for j, evaluation in enumerate(evaluations):
+            if str(evaluation.get("result", "")) != result:
+                continue
+            criteria = evaluation.get("criteria") or []
+            ok = sum(1 for c in criteria if c.get("passed"))
+            score = pass_score(evaluation)
+            lines = [
+                labels[j],
+                f"verdict: {plain(result)}",
+                f"score: {'n/a' if score is None else f'{score:.2f}'}",
+                f"criteria passed: {ok} / {len(criteria)}",
+                f"grader seconds: {float(evaluation.get('duration_s') or 0.0):.2f}",
+                f"grader attempts: {int(evaluation.get('grader_attempts') or 0)}",
+                f"grader tokens: {int(evaluation.get('grader_input_tokens') or 0)} in / "
+                f"{int(evaluation.get('grader_output_tokens') or 0)} out",
+            ]
+            if j in regressed:
+                names = "; ".join(plain(short_label(n)) for n in regressed[j])
+                lines.append(f"regressed: {names}")
+            xs.append(labels[j])
+            ys.append(0.0 if score is None else score)
+            texts.append(f"{ok}/{len(criteria)} passed" if criteria else plain(result))
+            hovers.append("<br>".join(lines))
+            scores.append(0.0 if score is None else score)
+        figure.add_bar(
+            x=xs,
+            y=ys,
+            name=plain(result),
+            text=texts,
+            textposition="inside",
+            insidetextanchor="end",
+            hovertext=hovers,
+            hoverinfo="text",
+            marker_color=_RESULT_COLORS.get(result, _UNKNOWN_COLOR),
+        )
+    for j, names in sorted(regressed.items()):
+        score = pass_score(evaluations[j])
+        figure.add_annotation(
+            x=labels[j],
+            y=(score or 0.0),
+            text="↩ regressed",
+            hovertext="regressed: " + "; ".join(plain(short_label(n)) for n in names),
+            showarrow=True,
+            arrowhead=2,
+            ay=-28,
+            font={"color": "#c62828"},
+        )
     figure.update_layout(
         height=300,
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis={"title": "grading pass", "categoryorder": "array", "categoryarray": labels},
-        yaxis={"title": "score", "range": [0, 1.12], "tickformat": ".0%"},
-        yaxis2={
-            "title": "criteria passed",
-            "overlaying": "y",
-            "side": "right",
-            "range": [0, max([*totals, 1]) * 1.12],
-            "showgrid": False,
-            "dtick": 1 if max([*totals, 1]) <= 10 else None,
-        },
-        legend={"orientation": "h", "y": -0.25},
-        title="Progress per pass (hover for grader seconds)",
-        barmode="overlay",
+        yaxis={"title": "score", "range": [0, 1.18], "tickformat": ".0%"},
+        legend_title_text="verdict",
+        title="Score per pass (hover for grader seconds)",
     )
     return figure
 
@@ -380,3 +376,21 @@ def score_histogram(scores: Sequence[float]) -> go.Figure:
         bargap=0.05,
     )
     return figure
+
+
+def score_bins(scores: Sequence[float], bins: int = 10) -> list[dict[str, Any]]:
+    """Runs per score band, for a bar chart of a batch's score distribution.
+
+    Examples:
+        >>> [row["runs"] for row in score_bins([0.05, 0.5, 1.0], bins=4)]
+        [1, 0, 1, 1]
+        >>> score_bins([0.05], bins=2)[0]["score"]
+        '0.0–0.5'
+    """
+    counts = [0] * bins
+    for score in scores:
+        counts[min(bins - 1, max(0, int(float(score) * bins)))] += 1
+    return [
+        {"score": f"{i / bins:.1f}–{(i + 1) / bins:.1f}", "runs": count}
+        for i, count in enumerate(counts)
+    ]
