@@ -147,7 +147,8 @@ the pass began (ISO-8601 UTC). `runs.status` is the run's final status and
 criterion's rubric weight (negative: a penalty), `criteria.checked_by` is `code` when a
 code check decided it, `criteria.score` the pass's score; `runs.score` is the score of
 the draft the run handed back (its best pass's with `keep=best`), `runs.best_iteration`
-that pass, and `runs.regression_count` the regressions over all its passes.
+that pass, and `runs.regression_count` its regressions (a criterion that passed in one pass and
+failed in the next, counted once when it happens).
 """
 
 

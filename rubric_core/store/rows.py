@@ -212,5 +212,8 @@ def evaluation_row(
     regressed = _regressions(evaluation)
     values["score"] = _score(evaluation)
     values["regressions"] = json.dumps(regressed, ensure_ascii=False)
-    values["regression_count"] = len(regressed)
+    # New regressions only: a criterion that passed in the pass just before and fails now
+    # (the dashboard's heatmap marks the same transitions); one that keeps failing is
+    # still listed in `regressions`, for the feedback, but is not counted again.
+    values["regression_count"] = sum(1 for r in regressed if r["passed_in"] == iteration)
     return values, _criterion_rows(evaluation["criteria"], weights or {})
