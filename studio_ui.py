@@ -284,10 +284,14 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
     right.plotly_chart(heatmap_figure(evaluations, criteria), key=f"{key}_heatmap")
     if run.get("score") is not None:
         kept = run.get("best_iteration")
-        st.caption(
-            f"Score of the answer handed back: {float(run['score']):.2f}"
-            + (f" (keep=best: the draft of {pass_label(kept)})" if kept is not None else "")
-        )
+        if kept is not None and kept + 1 < len(evaluations):
+            st.info(
+                f"keep=best: the answer handed back is the draft of {pass_label(kept)}, "
+                f"its best-scoring pass (score {float(run['score']):.2f}), not the last one.",
+                icon="🏆",
+            )
+        else:
+            st.caption(f"Score of the answer handed back: {float(run['score']):.2f}")
     with st.expander("Grader seconds per pass"):
         st.plotly_chart(timeline_figure(evaluations), key=f"{key}_seconds")
     for name, from_pass, to_pass in regressions:

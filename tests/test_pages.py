@@ -502,6 +502,6 @@ def test_run_page_keep_best_shows_scores_and_regressions(app: AppTest) -> None:
     assert [bar["name"] for bar in progress["data"]] == ["needs_revision"]
     assert [round(y, 2) for y in progress["data"][0]["y"]] == [0.67, 0.5, 0.17]
     assert [a["text"] for a in progress["layout"]["annotations"]] == ["↩ regressed"] * 2
-    assert any("keep=best: the draft of Pass 1" in c.value for c in app.caption)
+    assert any("the draft of Pass 1, its best-scoring pass" in i.value for i in app.info)
     warnings = [w.value for w in app.warning]
     assert any("Gives the release date" in w and "Pass 1" in w for w in warnings), warnings
