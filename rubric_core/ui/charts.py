@@ -205,13 +205,12 @@ def progress_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
             hoverinfo="text",
             marker_color=_RESULT_COLORS.get(result, _UNKNOWN_COLOR),
         )
-    for j, names in sorted(regressed.items()):
-        score = pass_score(evaluations[j])
+    for j, regressed_names in sorted(regressed.items()):
         figure.add_annotation(
             x=labels[j],
-            y=(score or 0.0),
+            y=pass_score(evaluations[j]) or 0.0,
             text="↩ regressed",
-            hovertext="regressed: " + "; ".join(plain(short_label(n)) for n in names),
+            hovertext="regressed: " + "; ".join(plain(short_label(n)) for n in regressed_names),
             showarrow=True,
             arrowhead=2,
             ay=-28,
