@@ -310,21 +310,14 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
                 graded.specs, final_answer(state["messages"]), base_dir=self.check_dir
             )
             judged = judged_names(graded.specs)
-            outcome: GraderOutcome | Exception = (
-                merge_outcome(
-                    graded.specs,
-                    checked,
-                    self._require_grader(judged).grade(
-                        graded.rubric,
-                        judged,
-                        state["messages"],
-                        graded.iteration,
-                        graded.usage,
-                        checked=list(checked.values()),
-                    ),
+            outcome: GraderOutcome | Exception = self._with_checks(
+                graded,
+                checked,
+                self._require_grader(judged).grade(
+                    *self._grade_args(graded, judged, state), checked=list(checked.values())
                 )
                 if judged
-                else checks_only_outcome(checked)
+                else None,
             )
         except GraphBubbleUp:
             raise
@@ -348,21 +341,14 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
                 graded.specs, final_answer(state["messages"]), base_dir=self.check_dir
             )
             judged = judged_names(graded.specs)
-            outcome: GraderOutcome | Exception = (
-                merge_outcome(
-                    graded.specs,
-                    checked,
-                    await self._require_grader(judged).agrade(
-                        graded.rubric,
-                        judged,
-                        state["messages"],
-                        graded.iteration,
-                        graded.usage,
-                        checked=list(checked.values()),
-                    ),
+            outcome: GraderOutcome | Exception = self._with_checks(
+                graded,
+                checked,
+                await self._require_grader(judged).agrade(
+                    *self._grade_args(graded, judged, state), checked=list(checked.values())
                 )
                 if judged
-                else checks_only_outcome(checked)
+                else None,
             )
         except GraphBubbleUp:
             raise
@@ -374,6 +360,23 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         return self._update(evaluation, self._best_update(graded, evaluation))
 
     # -- shared logic ------------------------------------------------------------------
+
+    @staticmethod
+    def _grade_args(
+        graded: _Pass, judged: list[str], state: RubricState
+    ) -> tuple[str, list[str], Any, int, GraderUsage]:
+        """What `Grader.grade`/`agrade` are called with: the judged criteria only."""
+        return graded.rubric, judged, state["messages"], graded.iteration, graded.usage
+
+    @staticmethod
+    def _with_checks(
+        graded: _Pass, checked: dict[str, CriterionVerdict], judged: GraderOutcome | None
+    ) -> GraderOutcome:
+        """The pass's outcome: the judge's with the checked verdicts merged in rubric
+        order, or the checks' alone when no criterion needed the judge."""
+        if judged is None:
+            return checks_only_outcome(checked)
+        return merge_outcome(graded.specs, checked, judged)
 
     def _require_grader(self, judged: Sequence[str]) -> Grader:
         if self.grader is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -147,6 +148,22 @@ def rubrics_list(db: Path | None) -> None:
         )
 
 
+def _save_rubric(
+    db: Path | None, name: str, text: str, tags: tuple[str, ...], note: str
+) -> dict[str, Any]:
+    """Save a rubric version; a bad rubric or store fault is a one-line `BadInput`."""
+    from rubric_core.rubric import RubricError
+    from rubric_core.store import StoreError
+
+    store = open_store(db)
+    try:
+        return store.save_rubric_version(name, text, tags=list(tags) or None, note=note)
+    except (RubricError, StoreError, ValueError) as exc:
+        raise BadInput(f"rubric {name!r}: {exc}") from exc
+    finally:
+        store.close()
+
+
 @rubrics.command("add", context_settings=CONTEXT)
 @click.argument("name")
 @click.argument(
@@ -167,18 +184,7 @@ def rubrics_add(name: str, file: Path, tags: tuple[str, ...], note: str, db: Pat
         python -m rubric_core rubrics add haiku rubric.txt --tag poetry --note "5/7/5"
         printf -- "- three lines\\n- mentions rain\\n" | python -m rubric_core rubrics add rain
     """
-    from rubric_core.rubric import RubricError
-    from rubric_core.store import StoreError
-
-    text = read_text(file, "rubric file")
-    store = open_store(db)
-    try:
-        try:
-            row = store.save_rubric_version(name, text, tags=list(tags) or None, note=note)
-        except (RubricError, StoreError, ValueError) as exc:
-            raise BadInput(f"rubric {name!r}: {exc}") from exc
-    finally:
-        store.close()
+    row = _save_rubric(db, name, read_text(file, "rubric file"), tags, note)
     click.echo(
         f"Rubric {row['name']!r} version {row['version']} (id {row['id']}), "
         f"{len(row['criteria'])} criteria."
@@ -208,21 +214,13 @@ def rubrics_import(
         python -m rubric_core rubrics import triage healthbench_rubric.json --tag medical
     """
     from rubric_core.rubric import RubricError, criteria_from_healthbench
-    from rubric_core.store import StoreError
 
     raw = read_text(file, "rubric file")
     try:
         text = criteria_from_healthbench(raw)
     except RubricError as exc:
         raise BadInput(f"{file}: {exc}") from exc
-    store = open_store(db)
-    try:
-        try:
-            row = store.save_rubric_version(name, text, tags=list(tags) or None, note=note)
-        except (RubricError, StoreError, ValueError) as exc:
-            raise BadInput(f"rubric {name!r}: {exc}") from exc
-    finally:
-        store.close()
+    row = _save_rubric(db, name, text, tags, note)
     click.echo(
         f"Rubric {row['name']!r} version {row['version']} (id {row['id']}), "
         f"{len(row['criteria'])} criteria imported."
