@@ -56,6 +56,29 @@ def test_store_migrates_empty_file_and_reopen_is_noop(tmp_path):
     assert again == applied
 
 
+def test_file_migrated_by_main_before_the_postgres_backend_migrates(tmp_path):
+    # A file main created: issue 10's 0006_scores_checks_keep applied, no input_index yet.
+    path = tmp_path / "main.db"
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP INDEX idx_runs_batch_input")
+        conn.execute("ALTER TABLE runs DROP COLUMN input_index")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0008_runs_input_index'")
+    with Store(path) as store:
+        version = store.save_rubric_version("r", "- a")
+        run_id = store.create_run(
+            rubric_version_id=version["id"], input="x", agent_model="replay:x",
+            grader_model="replay:x", max_iterations=1, agent_kind="basic", keep="best",
+            batch_id="b", input_index=0,
+        )  # fmt: skip
+        assert store.get_run(run_id)["keep"] == "best"
+        assert store.get_run(run_id)["input_index"] == 0
+    with sqlite3.connect(path) as conn:
+        applied = [row[0] for row in conn.execute("SELECT name FROM _sqlite_migrations")]
+    assert applied[-1] == "0008_runs_input_index"
+    assert sorted(applied) == sorted(m.name for m in MIGRATIONS._migrations)
+
+
 def test_default_db_path_honours_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("RUBRIC_STUDIO_DB", str(tmp_path / "env.db"))
     assert default_db_path() == tmp_path / "env.db"

@@ -7,7 +7,7 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +150,26 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _best(values: Mapping[str, Any]) -> tuple[int | None, float | None]:
+    """The pass a `keep="best"` run handed back and its score, from the final state.
+
+    Examples:
+        >>> _best({"_rubric_best_iteration": 1, "_current_grading_run_id": "g",
+        ...        "_rubric_evaluations": [{"grading_run_id": "g", "iteration": 1, "score": 0.5}]})
+        (1, 0.5)
+        >>> _best({})
+        (None, None)
+    """
+    best = values.get("_rubric_best_iteration")
+    if not isinstance(best, int):
+        return None, None
+    run = values.get("_current_grading_run_id")
+    for evaluation in reversed(values.get("_rubric_evaluations") or []):
+        if evaluation.get("grading_run_id") == run and evaluation.get("iteration") == best:
+            return best, evaluation.get("score")
+    return best, None
+
+
 def _agent_usage(messages: Iterable[BaseMessage]) -> tuple[int, int]:
     """Input and output tokens of the agent's own model calls (grader calls excluded)."""
     tokens_in = tokens_out = 0
@@ -272,6 +292,7 @@ def _create_run(
         thread_id=thread_id,
         batch_id=batch_id,
         input_index=input_index,
+        keep=spec.keep,
     )
     return run_id, thread_id
 
@@ -434,6 +455,7 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
             status, error = "error", failures[0]
         tokens_in, tokens_out = _agent_usage(messages)
         handle.error = error
+        best_iteration, best_score = _best(values)
         store.finish_run(
             handle.run_id,
             status=status,
@@ -441,6 +463,8 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
             error=error,
             agent_input_tokens=tokens_in,
             agent_output_tokens=tokens_out,
+            best_iteration=best_iteration,
+            score=best_score,
         )
     except Exception as exc:  # the store itself failed; keep the handle truthful
         handle.error = handle.error or _error_text(exc)

@@ -13,7 +13,26 @@ __all__ = ["PORTABLE_MIGRATIONS"]
 
 PORTABLE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        "0006_runs_input_index",
+        # Issue 10: weighted scores per pass, regressions, code-checked criteria, keep
+        # last/best. SQLite files record it by this name, so it keeps it. (SQLite first
+        # shipped it with `REAL` columns; `DOUBLE PRECISION` has the same affinity there
+        # and is PostgreSQL's 8-byte float, where `REAL` would be 4 bytes.)
+        "0006_scores_checks_keep",
+        (
+            "ALTER TABLE evaluations ADD COLUMN score DOUBLE PRECISION",
+            "ALTER TABLE evaluations ADD COLUMN regressions TEXT NOT NULL DEFAULT '[]'",
+            "ALTER TABLE evaluations ADD COLUMN regression_count INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE criterion_results ADD COLUMN weight INTEGER NOT NULL DEFAULT 1",
+            "ALTER TABLE criterion_results ADD COLUMN checked_by TEXT",
+            "ALTER TABLE runs ADD COLUMN keep TEXT NOT NULL DEFAULT 'last'",
+            "ALTER TABLE runs ADD COLUMN score DOUBLE PRECISION",
+            "ALTER TABLE runs ADD COLUMN best_iteration INTEGER",
+            "ALTER TABLE runs ADD COLUMN regression_count INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
+    (
+        # Issue 11's own; numbered after 0007, the name main gives issue 9's migration.
+        "0008_runs_input_index",
         (
             # The position of a batch run's input; (batch, input) has at most one run, so a
             # retried task finds the run it started instead of adding a second one.

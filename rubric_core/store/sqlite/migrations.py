@@ -166,6 +166,9 @@ def _portable_step(statements: tuple[str, ...]) -> Callable[[Database], None]:
     return step
 
 
+# The portable steps keep their names, the ones SQLite files already record as applied
+# (0006_scores_checks_keep came with issue 10, on files created before the PostgreSQL
+# backend), so a file migrates from wherever it stands.
 for _name, _statements in PORTABLE_MIGRATIONS:
     MIGRATIONS(name=_name)(_portable_step(_statements))
 
