@@ -197,3 +197,68 @@ def test_server_stopped_mid_run_fails_the_write_clearly_and_keeps_committed_pass
         assert store.get_run(run_id)["iterations"] == 2
     finally:
         store.close()
+
+
+_CHECKPOINTER_OPENER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    sys.path.insert(0, {root!r})
+    from rubric_core.runs.checkpoints import CHECKPOINTERS
+    go = Path(sys.argv[2])
+    print("ready", flush=True)
+    while not go.exists():
+        time.sleep(0.005)
+    saver = CHECKPOINTERS.acquire(sys.argv[1])
+    config = {{"configurable": {{"thread_id": "t", "checkpoint_ns": ""}}}}
+    assert saver.get_tuple(config) is None
+    CHECKPOINTERS.release(sys.argv[1])
+    print("opened", flush=True)
+    """
+)
+
+
+def test_many_processes_open_a_fresh_databases_checkpointer_at_once(pg_url, tmp_path):
+    # PostgresSaver.setup() runs CREATE INDEX CONCURRENTLY, which waits for every older
+    # transaction in the database; a process waiting for the setup lock must not be one.
+    script = tmp_path / "checkpointer.py"
+    script.write_text(_CHECKPOINTER_OPENER.format(root=str(REPO_ROOT)))
+    go = tmp_path / "go"
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(script), pg_url, str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    try:
+        for child in children:
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        go.touch()  # all at once, on a database without the checkpoint tables
+        results = [child.communicate(timeout=60) for child in children]
+    except subprocess.TimeoutExpired:
+        pytest.fail("opening the checkpointer from 6 processes at once did not end in 60 s")
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    assert [child.returncode for child in children] == [0] * 6, [err for _, err in results]
+    assert [out.strip() for out, _ in results] == ["opened"] * 6
+
+
+def test_a_checkpointer_setup_that_never_ends_is_a_locked_error(pg_url, monkeypatch):
+    from rubric_core.runs import checkpoints
+
+    monkeypatch.setattr(checkpoints, "_SETUP_LOCK_WAIT_S", 0.5)
+    with psycopg.connect(pg_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (checkpoints._SETUP_LOCK,))
+        with pytest.raises(StoreError, match="being set up by another process") as caught:
+            checkpoints.CHECKPOINTERS.acquire(pg_url)
+    assert caught.value.kind == "locked"
+    assert urlsplit(pg_url).password not in str(caught.value)
+    saver = checkpoints.CHECKPOINTERS.acquire(pg_url)  # the holder is gone: it opens
+    checkpoints.CHECKPOINTERS.release(pg_url)
+    assert saver is not None

@@ -3,7 +3,8 @@
 A SQLite store keeps its checkpoints in a SQLite file beside it (`SqliteSaver`); a
 PostgreSQL store keeps them in the same PostgreSQL database (`PostgresSaver` on a small
 pool of its own, `.setup()` once per process under an advisory lock, so many workers
-starting at once create its tables once).
+starting at once create its tables once; the lock is polled for, never waited on inside a
+statement, see `_take_setup_lock`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import collections
 import contextlib
 import sqlite3
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.store.paths import is_postgres_url
+from rubric_core.store.errors import StoreError
+from rubric_core.store.paths import is_postgres_url, redact_url
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -26,6 +29,9 @@ __all__ = ["CHECKPOINTERS", "CheckpointerPool", "checkpoint_path"]
 
 _SETUP_LOCK = 0x52554252_43503131
 """The advisory lock key held around `PostgresSaver.setup()` ("RUBRCP11")."""
+_SETUP_LOCK_WAIT_S = 60.0
+"""How long a process waits for another one's checkpointer setup before it gives up."""
+_SETUP_LOCK_POLL_S = 0.1
 _PG_POOL_SIZE = 4
 
 
@@ -72,7 +78,7 @@ def _open_postgres(url: str) -> BaseCheckpointSaver[str]:
     try:
         saver = PostgresSaver(pool)
         with psycopg.connect(url, autocommit=True, connect_timeout=30) as lock:
-            lock.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK,))
+            _take_setup_lock(lock, url)
             try:
                 saver.setup()
             finally:
@@ -81,6 +87,35 @@ def _open_postgres(url: str) -> BaseCheckpointSaver[str]:
         pool.close()
         raise
     return saver
+
+
+def _take_setup_lock(lock: Any, url: str) -> None:
+    """Take the setup lock on `lock` (an autocommit connection), polling for it.
+
+    Not `pg_advisory_lock`: a session waiting in that statement is inside a transaction
+    until it gets the lock, and the holder's `setup()` runs `CREATE INDEX CONCURRENTLY`,
+    which waits for every transaction of the database older than itself to end. The
+    holder would wait for the waiters and the waiters for the holder, in a cycle that
+    passes through the client processes, so PostgreSQL never reports it. Each
+    `pg_try_advisory_lock` here is one short autocommitted statement, and between tries
+    the session holds no transaction (nor does the holder's lock session, idle after its
+    try); a CIC at worst waits out one try.
+
+    Raises:
+        StoreError: Of kind `locked`, when another process held the lock for
+            `_SETUP_LOCK_WAIT_S` (its setup waits on a transaction that does not end).
+    """
+    deadline = time.monotonic() + _SETUP_LOCK_WAIT_S
+    while not lock.execute("SELECT pg_try_advisory_lock(%s)", (_SETUP_LOCK,)).fetchone()[0]:
+        if time.monotonic() >= deadline:
+            msg = (
+                f"the checkpoint tables of {redact_url(url)} are being set up by another "
+                f"process, which has not finished in {_SETUP_LOCK_WAIT_S:.0f} s (its "
+                "CREATE INDEX CONCURRENTLY waits for the database's open transactions "
+                "to end; see pg_stat_activity)"
+            )
+            raise StoreError(msg, kind="locked")
+        time.sleep(_SETUP_LOCK_POLL_S)
 
 
 def _close(saver: BaseCheckpointSaver[str]) -> None:
