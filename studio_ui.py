@@ -26,6 +26,7 @@ from rubric_core.ui import (
     parse_run_filters,
     pass_details,
     pass_label,
+    progress_figure,
     rubric_label,
     run_seconds,
     run_spec_rows,
@@ -278,9 +279,21 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
     regressions = find_regressions(evaluations)
     m4.metric("Regressions", len(regressions))
     left, right = st.columns([2, 3])
-    left.plotly_chart(timeline_figure(evaluations), key=f"{key}_timeline")
+    left.plotly_chart(progress_figure(evaluations), key=f"{key}_timeline")
     criteria = rubric_criteria(store, run)
     right.plotly_chart(heatmap_figure(evaluations, criteria), key=f"{key}_heatmap")
+    if run.get("score") is not None:
+        kept = run.get("best_iteration")
+        if kept is not None and kept + 1 < len(evaluations):
+            st.info(
+                f"keep=best: the answer handed back is the draft of {pass_label(kept)}, "
+                f"its best-scoring pass (score {float(run['score']):.2f}), not the last one.",
+                icon="🏆",
+            )
+        else:
+            st.caption(f"Score of the answer handed back: {float(run['score']):.2f}")
+    with st.expander("Grader seconds per pass"):
+        st.plotly_chart(timeline_figure(evaluations), key=f"{key}_seconds")
     for name, from_pass, to_pass in regressions:
         st.warning(
             f"Regression: passed in {pass_label(from_pass)}, failed in {pass_label(to_pass)}: "
@@ -304,13 +317,16 @@ def render_passes(evaluations: list[dict]) -> None:
         return
     details = pass_details(evaluations)
     for index, detail in reversed(list(enumerate(details))):
+        score = "" if detail["score"] is None else f" · score {detail['score']:.2f}"
         title = (
             f"{detail['label']} · {status_badge(detail['result'])} · "
-            f"{detail['passed']}/{detail['total']} criteria · {detail['duration_s']} s"
+            f"{detail['passed']}/{detail['total']} criteria{score} · {detail['duration_s']} s"
         )
         with st.expander(title, expanded=index == len(details) - 1):
             st.caption("Grader's explanation")
             st.text(detail["explanation"] or "(none)")
+            for regression in detail["regressions"]:
+                st.warning(f"Regressed: {md_escape(one_line(regression, 160))}", icon="↩️")
             if detail["gaps"]:
                 st.caption("Gaps (what the grader asked to change)")
                 for criterion, gap in detail["gaps"]:

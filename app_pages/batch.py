@@ -15,7 +15,12 @@ from rubric_core.runs import (
     start_batch,
     summary_for_batch,
 )
-from rubric_core.schema import DEFAULT_MAX_ITERATIONS, MAX_CONCURRENCY, MAX_ITERATIONS_LIMIT
+from rubric_core.schema import (
+    DEFAULT_MAX_ITERATIONS,
+    KEEP_CHOICES,
+    MAX_CONCURRENCY,
+    MAX_ITERATIONS_LIMIT,
+)
 from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
     InputError,
@@ -25,6 +30,7 @@ from rubric_core.ui import (
     one_line,
     pass_rate_figure,
     progress,
+    score_bins,
     spec_error_hint,
     status_badge,
 )
@@ -72,7 +78,7 @@ agent_choice, grader_choice, errors = agent_and_grader_pickers(
 
 st.session_state.setdefault("batch_max_iterations", DEFAULT_MAX_ITERATIONS)
 st.session_state.setdefault("batch_concurrency", 4)
-c1, c2, c3 = st.columns([3, 1, 1])
+c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
 tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="batch_tools")
 max_iterations = c2.number_input(
     "Max iterations",
@@ -83,6 +89,13 @@ max_iterations = c2.number_input(
 )
 concurrency = c3.number_input(
     "Concurrency", min_value=1, max_value=MAX_CONCURRENCY, step=1, key="batch_concurrency"
+)
+keep = c4.radio(
+    "Keep",
+    list(KEEP_CHOICES),
+    key="batch_keep",
+    horizontal=True,
+    help="When a run ends unmet: hand back the last draft, or the best-scoring pass's.",
 )
 
 if st.button("Launch batch", type="primary", key="batch_launch", disabled=not inputs):
@@ -103,6 +116,7 @@ if st.button("Launch batch", type="primary", key="batch_launch", disabled=not in
             grader_tools=tuple(tools),
             max_iterations=int(max_iterations),
             base_url=base_url,
+            keep=keep,
         )
         try:
             job = start_batch(store, spec, inputs, concurrency=int(concurrency))
@@ -157,6 +171,12 @@ def batch_view() -> None:
         else f"{summary.mean_iterations_to_satisfied:.2f}",
     )
     m4.metric("Grader errors", summary.grader_errors)
+    if summary.mean_score is not None:
+        s1, s2 = st.columns([1, 3])
+        s1.metric("Mean score", f"{summary.mean_score:.2f}")
+        s1.caption(f"over {len(summary.scores)} scored runs")
+        s2.caption("Score distribution (runs per score band)")
+        s2.bar_chart(score_bins(summary.scores), x="score", y="runs", height=180)
     st.dataframe(
         [{"status": status_badge(s), "runs": n} for s, n in summary.by_status.items()],
         hide_index=True,

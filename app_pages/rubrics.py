@@ -5,10 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 from rubric_core.models import list_scenarios
-from rubric_core.rubric import RubricError, parse_rubric, tool_warnings, validate_rubric
+from rubric_core.rubric import (
+    RubricError,
+    criteria_from_healthbench,
+    tool_warnings,
+    validate_rubric,
+)
 from rubric_core.ui import (
     RUBRIC_TEMPLATES,
     criteria_changes,
+    criteria_preview,
     format_timestamp,
     parse_tags,
     scenario_templates,
@@ -23,7 +29,8 @@ store = get_store()
 st.title("Rubrics")
 st.caption(
     "A rubric is a checklist of what “done” means, one criterion per line. "
-    "The grader judges every criterion on every pass."
+    "The grader judges every criterion on every pass. `[3]` before a criterion weighs it, "
+    "`[-5]` makes it a penalty, and `{lines == 3}` at its end has code decide it."
 )
 
 rubrics = store.list_rubrics()
@@ -49,6 +56,21 @@ def _load_template() -> None:
         st.session_state["rubric_text"] = templates[name]
 
 
+def _import_healthbench() -> None:
+    """Put an uploaded HealthBench rubric (JSON list of {criterion, points}) in the editor."""
+    upload = st.session_state.get("rubric_healthbench")
+    if upload is None:
+        st.session_state["rubric_import_error"] = "Choose a JSON file first."
+        return
+    try:
+        st.session_state["rubric_text"] = criteria_from_healthbench(
+            upload.getvalue().decode("utf-8", errors="replace")
+        )
+        st.session_state["rubric_import_error"] = None
+    except RubricError as exc:
+        st.session_state["rubric_import_error"] = f"{upload.name}: {exc}"
+
+
 st.session_state.setdefault("rubric_text", "")
 editor, parsed = st.columns([3, 2], gap="large")
 
@@ -64,11 +86,24 @@ with editor:
     template_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
     template_col.selectbox("Start from a template", list(templates), key="rubric_template")
     button_col.button("Use template", on_click=_load_template, width="stretch")
+    with st.expander("Import a HealthBench rubric (JSON)"):
+        st.file_uploader(
+            'JSON list of {"criterion": ..., "points": ...}',
+            type=["json"],
+            key="rubric_healthbench",
+            help="Points become weights; negative points become penalties.",
+        )
+        st.button("Import into the editor", on_click=_import_healthbench, key="rubric_import")
+        if problem := st.session_state.get("rubric_import_error"):
+            st.error(problem)
     text = st.text_area(
         "Checklist (one criterion per line)",
         key="rubric_text",
         height=260,
-        placeholder="- The poem has exactly three lines\n- The lines have 5, 7 and 5 syllables",
+        placeholder=(
+            "- [2] The poem has exactly three lines {lines == 3}\n"
+            "- The lines have 5, 7 and 5 syllables\n- [-3] Mentions a brand"
+        ),
     )
     tags_text = st.text_input(
         "Tags (comma-separated)", key="rubric_tags", placeholder="poetry, demo"
@@ -77,11 +112,21 @@ with editor:
     save = st.button("Save as new version", type="primary", key="rubric_save")
 
 with parsed:
-    criteria = parse_rubric(text)
+    criteria, problem = criteria_preview(text)
     st.subheader(f"Criteria ({len(criteria)})")
-    if criteria:
-        for number, criterion in enumerate(criteria, start=1):
-            st.text(f"{number}. {criterion}")
+    if problem:
+        st.error(problem)
+    elif criteria:
+        for row in criteria:
+            st.text(f"{row['#']}. {row['criterion']}{row['marks']}")
+        st.caption("Weight 1 unless marked; ⚙ marks a criterion a code check decides.")
+        checked = sum(1 for row in criteria if row["check"] != "judge")
+        if checked:
+            st.caption(
+                f"⚙ {checked} of {len(criteria)} criteria are decided by code checks, "
+                "not by the grader."
+                + (" No grader model is needed." if checked == len(criteria) else "")
+            )
     else:
         st.caption("Write one criterion per line; bullets and numbering are removed.")
     for warning in tool_warnings(text, ()):

@@ -6,7 +6,12 @@ import streamlit as st
 
 from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
 from rubric_core.runs import RunSpec, SpecError, start_run
-from rubric_core.schema import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS_LIMIT
+from rubric_core.schema import (
+    AGENT_KINDS,
+    DEFAULT_MAX_ITERATIONS,
+    KEEP_CHOICES,
+    MAX_ITERATIONS_LIMIT,
+)
 from rubric_core.store import StoreError
 from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
@@ -111,13 +116,17 @@ for choice in (agent_choice, grader_choice):
         break
 
 st.session_state.setdefault("run_max_iterations", DEFAULT_MAX_ITERATIONS)
-c1, c2, c3 = st.columns([3, 1, 1])
+c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
 tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="run_tools")
 max_iterations = c2.number_input(
     "Max iterations", min_value=1, max_value=MAX_ITERATIONS_LIMIT, step=1,
     key="run_max_iterations",
 )  # fmt: skip
 agent_kind = c3.radio("Agent kind", list(AGENT_KINDS), key="run_agent_kind", horizontal=True)
+keep = c4.radio(
+    "Keep", list(KEEP_CHOICES), key="run_keep", horizontal=True,
+    help="When the run ends unmet: hand back the last draft, or the best-scoring pass's.",
+)  # fmt: skip
 with st.expander("System prompts (optional)"):
     grader_prompt = st.text_area(
         "Grader system prompt", key="run_grader_prompt", placeholder="(the middleware's default)"
@@ -147,6 +156,7 @@ if st.button("Launch run", type="primary", key="run_launch"):
             agent_system_prompt=agent_prompt.strip() or None,
             grader_system_prompt=grader_prompt.strip() or None,
             base_url=base_url,
+            keep=keep,
         )
         try:
             handle = start_run(store, spec)

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from rubric_core.middleware import RubricMiddleware, RubricState
-from rubric_core.rubric import RubricError, parse_rubric, validate_rubric
+from rubric_core.rubric import (
+    CriterionSpec,
+    RubricError,
+    criteria_from_healthbench,
+    parse_criteria,
+    parse_rubric,
+    validate_rubric,
+)
 from rubric_core.schema import (
     RUBRIC_GRADER_MESSAGE_SOURCE,
     STATUS_DESCRIPTIONS,
@@ -11,16 +18,22 @@ from rubric_core.schema import (
     RubricEvaluation,
     RubricStatus,
 )
+from rubric_core.scoring import regressions, score_pass
 
 __all__ = [
     "RUBRIC_GRADER_MESSAGE_SOURCE",
     "STATUS_DESCRIPTIONS",
+    "CriterionSpec",
     "GraderResponse",
     "RubricError",
     "RubricEvaluation",
     "RubricMiddleware",
     "RubricState",
     "RubricStatus",
+    "criteria_from_healthbench",
+    "parse_criteria",
     "parse_rubric",
+    "regressions",
+    "score_pass",
     "validate_rubric",
 ]

@@ -49,7 +49,8 @@ _CRITERIA_SELECT = """
     SELECT r.id AS run_id, rb.name AS rubric, rv.version AS rubric_version, r.input,
            r.agent_model, r.grader_model, e.grading_run_id, e.iteration, e.result, e.status,
            cr.criterion, cr.passed, cr.gap, e.explanation, e.grader_input_tokens,
-           e.grader_output_tokens, e.duration_s, e.started_at
+           e.grader_output_tokens, e.duration_s, e.started_at, cr.weight, cr.checked_by,
+           e.score
     FROM runs r
     JOIN rubric_versions rv ON rv.id = r.rubric_version_id
     JOIN rubrics rb ON rb.id = r.rubric_id
@@ -69,7 +70,8 @@ _RUNS_SELECT = """
                AS final_criteria_total,
            r.final_output, r.error, r.agent_input_tokens, r.agent_output_tokens,
            r.grader_input_tokens, r.grader_output_tokens, r.started_at, r.finished_at,
-           r.duration_s, r.thread_id, r.batch_id
+           r.duration_s, r.thread_id, r.batch_id, r.keep, r.score, r.best_iteration,
+           r.regression_count
     FROM runs r
     JOIN rubric_versions rv ON rv.id = r.rubric_version_id
     JOIN rubrics rb ON rb.id = r.rubric_id
@@ -101,6 +103,9 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "grader_output_tokens",
         "duration_s",
         "started_at",
+        "weight",
+        "checked_by",
+        "score",
     ),
     "runs": (
         "run_id",
@@ -128,13 +133,22 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "duration_s",
         "thread_id",
         "batch_id",
+        "keep",
+        "score",
+        "best_iteration",
+        "regression_count",
     ),
 }
 """Column order of each dataset, as written to CSV headers and JSONL objects.
 
 `criteria.status` is the loop's status after that pass; `criteria.started_at` is when
 the pass began (ISO-8601 UTC). `runs.status` is the run's final status and
-`final_criteria_*` count the verdicts of its last pass.
+`final_criteria_*` count the verdicts of its last pass. `criteria.weight` is the
+criterion's rubric weight (negative: a penalty), `criteria.checked_by` is `code` when a
+code check decided it, `criteria.score` the pass's score; `runs.score` is the score of
+the draft the run handed back (its best pass's with `keep=best`), `runs.best_iteration`
+that pass, and `runs.regression_count` its regressions (a criterion that passed in one pass and
+failed in the next, counted once when it happens).
 """
 
 

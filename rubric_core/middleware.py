@@ -17,21 +17,30 @@ from langchain.agents.middleware.types import (
     OmitFromInput,
     hook_config,
 )
+from langchain_core.messages import AIMessage
 from langgraph.errors import GraphBubbleUp
 
+from rubric_core.errors import InputError
 from rubric_core.grader import Grader, GraderOutcome, GraderUsage, RetryPolicy, describe_exception
+from rubric_core.grader.checked import checks_only_outcome, judged_names, merge_outcome
 from rubric_core.messages import final_answer, grader_feedback_message
-from rubric_core.rubric import validate_rubric
+from rubric_core.rubric import CriterionSpec, validate_criteria
 from rubric_core.schema import (
+    BEST_DRAFT_KEY,
     DEFAULT_MAX_ITERATIONS,
+    KEEP_CHOICES,
     MAX_ITERATIONS_LIMIT,
     TERMINAL_STATUSES,
+    KeepChoice,
     RubricEvaluation,
     RubricStatus,
 )
+from rubric_core.scoring import best_pass, regression_gap, regressions, score_pass
+from rubric_core.tools.checks import arun_checks, run_checks
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
+    from pathlib import Path
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import HumanMessage
@@ -76,17 +85,27 @@ class RubricState(AgentState):
     _active_rubric: NotRequired[Annotated[str, OmitFromInput]]
     """The rubric that started the current attempt."""
 
+    _rubric_best_iteration: NotRequired[Annotated[int | None, OmitFromInput]]
+    """With `keep="best"`: the zero-based pass whose draft the attempt ended with (its
+    highest score, ties to the later); `None` before the attempt ends or without a score."""
+
 
 @dataclass
 class _Pass:
     """One grading pass in progress."""
 
     rubric: str
-    criteria: list[str]
+    specs: list[CriterionSpec]
     run_id: str
     iteration: int
     started: float = field(default_factory=time.time)
     usage: GraderUsage = field(default_factory=GraderUsage)
+    previous: list[RubricEvaluation] = field(default_factory=list)
+    """The attempt's earlier passes, oldest first."""
+
+    @property
+    def criteria(self) -> list[str]:
+        return [spec.name for spec in self.specs]
 
 
 def _check_max_iterations(value: object) -> int:
@@ -125,8 +144,13 @@ def revision_message(evaluation: RubricEvaluation) -> HumanMessage:
     if evaluation["explanation"]:
         lines += ["", f"Grader's summary: {evaluation['explanation'].strip()}"]
     if failing:
+        regressed = {r["name"]: r["passed_in"] for r in evaluation.get("regressions") or []}
         lines += ["", "Failing criteria, with what to change:"]
-        lines += [f"- {c['name']}: {c.get('gap', '').strip() or 'not met'}" for c in failing]
+        for c in failing:
+            gap = c.get("gap", "").strip() or "not met"
+            if c["name"] in regressed:
+                gap = regression_gap(gap, regressed[c["name"]])
+            lines.append(f"- {c['name']}: {gap}")
     if passing:
         lines += ["", "Passing criteria (keep them passing):"]
         lines += [f"- {c['name']}" for c in passing]
@@ -145,12 +169,19 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     sub-agent checks every criterion of the rubric passed in the invocation state. On
     `needs_revision` the per-criterion feedback goes back into the conversation and the
     agent runs again; the loop ends on `satisfied`, `failed`, `grader_error` or
-    `max_iterations_reached`, leaving the agent's last answer as it is. Without a
-    `rubric` in state the middleware does nothing.
+    `max_iterations_reached`, leaving the agent's last answer as it is (or, with
+    `keep="best"`, appending the highest-scoring pass's draft). Without a `rubric` in
+    state the middleware does nothing.
+
+    Criteria bound to a code check (`- Three lines {lines == 3}`) are decided by the
+    check every pass, before the judge, which sees their outcomes as evidence and is not
+    asked about them. Every pass carries a `score` and the criteria that `regressions`
+    (passed in an earlier pass, fail now); the feedback to the agent names them.
 
     Args:
         model: The grader's chat model: a `"provider:model-id"` string (resolved with
-            `init_chat_model`) or a `BaseChatModel`.
+            `init_chat_model`) or a `BaseChatModel`. `None` is allowed when every
+            criterion of the rubrics it will see has a code check (no judge is needed).
         system_prompt: Grading instructions replacing the built-in grader prompt.
         tools: Tools the grader may call for evidence before its verdict.
         max_iterations: Grading passes allowed per rubric attempt, 1 to 20.
@@ -163,10 +194,19 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         retry_max_delay_s: Cap on any single backoff delay.
         transcript_budget_chars: Characters of transcript, besides the original request
             and the final answer (always sent whole), the grader is given.
+        keep: `"last"` leaves the last answer as it is. `"best"`: when an attempt ends in
+            `max_iterations_reached`, or in `grader_error` after a scored pass, the draft
+            of the highest-scoring pass (ties: the later) is appended as the agent's last
+            message, marked with `additional_kwargs["rubric_best_draft"]`, unless it is the
+            last answer already; `_rubric_best_iteration` records that pass.
+        check_dir: What relative paths in code checks (`{pytest: tests/t.py}`,
+            `{json: schema.json}`) are resolved against; the working directory if `None`.
 
     Raises:
         TypeError: `max_iterations` is not an int, or `on_evaluation` is not callable.
         ValueError: A parameter is out of range, or `model` is empty.
+        InputError: At invocation, `model` is `None` and the rubric has criteria without
+            a code check.
 
     Examples:
         ```python
@@ -190,7 +230,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     def __init__(
         self,
         *,
-        model: str | BaseChatModel,
+        model: str | BaseChatModel | None,
         system_prompt: str | None = None,
         tools: Sequence[BaseTool] | None = None,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
@@ -199,10 +239,18 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         retry_initial_delay_s: float = 1.0,
         retry_max_delay_s: float = 30.0,
         transcript_budget_chars: int = _DEFAULT_TRANSCRIPT_BUDGET,
+        keep: KeepChoice = "last",
+        check_dir: str | Path | None = None,
     ) -> None:
         super().__init__()
-        if not model:
-            msg = "model is required: a 'provider:model-id' string or a BaseChatModel"
+        if model is not None and not model:
+            msg = (
+                "model must be a 'provider:model-id' string or a BaseChatModel "
+                "(or None for rubrics whose every criterion has a code check)"
+            )
+            raise ValueError(msg)
+        if keep not in KEEP_CHOICES:
+            msg = f"keep must be one of {', '.join(map(repr, KEEP_CHOICES))}, got {keep!r}"
             raise ValueError(msg)
         max_iterations = _check_max_iterations(max_iterations)
         if on_evaluation is not None and not callable(on_evaluation):
@@ -222,6 +270,11 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             raise ValueError(msg)
         self.max_iterations = max_iterations
         self.on_evaluation = on_evaluation
+        self.keep: KeepChoice = keep
+        self.check_dir = check_dir
+        self.grader: Grader | None = None
+        if model is None:
+            return
         self.grader = Grader(
             model,
             system_prompt=system_prompt,
@@ -253,8 +306,18 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         if graded is None:
             return None
         try:
-            outcome: GraderOutcome | Exception = self.grader.grade(
-                graded.rubric, graded.criteria, state["messages"], graded.iteration, graded.usage
+            checked = run_checks(
+                graded.specs, final_answer(state["messages"]), base_dir=self.check_dir
+            )
+            judged = judged_names(graded.specs)
+            outcome: GraderOutcome | Exception = self._with_checks(
+                graded,
+                checked,
+                self._require_grader(judged).grade(
+                    *self._grade_args(graded, judged, state), checked=list(checked.values())
+                )
+                if judged
+                else None,
             )
         except GraphBubbleUp:
             raise
@@ -263,7 +326,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
         if pending_callback is not None:
             self._guard(_run_coroutine_blocking, pending_callback)
-        return self._update(evaluation)
+        return self._update(evaluation, self._best_update(graded, evaluation))
 
     @hook_config(can_jump_to=["model"])
     async def aafter_agent(
@@ -274,8 +337,18 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         if graded is None:
             return None
         try:
-            outcome: GraderOutcome | Exception = await self.grader.agrade(
-                graded.rubric, graded.criteria, state["messages"], graded.iteration, graded.usage
+            checked = await arun_checks(
+                graded.specs, final_answer(state["messages"]), base_dir=self.check_dir
+            )
+            judged = judged_names(graded.specs)
+            outcome: GraderOutcome | Exception = self._with_checks(
+                graded,
+                checked,
+                await self._require_grader(judged).agrade(
+                    *self._grade_args(graded, judged, state), checked=list(checked.values())
+                )
+                if judged
+                else None,
             )
         except GraphBubbleUp:
             raise
@@ -284,16 +357,45 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
         if pending_callback is not None:
             await self._aguard(pending_callback)
-        return self._update(evaluation)
+        return self._update(evaluation, self._best_update(graded, evaluation))
 
     # -- shared logic ------------------------------------------------------------------
 
     @staticmethod
-    def _start_attempt(state: RubricState) -> dict[str, Any] | None:
+    def _grade_args(
+        graded: _Pass, judged: list[str], state: RubricState
+    ) -> tuple[str, list[str], Any, int, GraderUsage]:
+        """What `Grader.grade`/`agrade` are called with: the judged criteria only."""
+        return graded.rubric, judged, state["messages"], graded.iteration, graded.usage
+
+    @staticmethod
+    def _with_checks(
+        graded: _Pass, checked: dict[str, CriterionVerdict], judged: GraderOutcome | None
+    ) -> GraderOutcome:
+        """The pass's outcome: the judge's with the checked verdicts merged in rubric
+        order, or the checks' alone when no criterion needed the judge."""
+        if judged is None:
+            return checks_only_outcome(checked)
+        return merge_outcome(graded.specs, checked, judged)
+
+    def _require_grader(self, judged: Sequence[str]) -> Grader:
+        if self.grader is None:
+            names = ", ".join(repr(name) for name in judged)
+            msg = (
+                "RubricMiddleware(model=None) grades only rubrics whose every criterion has "
+                f"a code check, like `- Three lines {{lines == 3}}`; these need a grader model: "
+                f"{names}"
+            )
+            raise InputError(msg)
+        return self.grader
+
+    def _start_attempt(self, state: RubricState) -> dict[str, Any] | None:
         rubric = state.get("rubric")
         if rubric is None or rubric == "":
             return None
-        validate_rubric(rubric)
+        judged = judged_names(validate_criteria(rubric))
+        if judged:
+            self._require_grader(judged)
         if (
             state.get("_active_rubric") == rubric
             and state.get("_current_grading_run_id")
@@ -305,17 +407,28 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             "_current_grading_run_id": str(uuid.uuid4()),
             "_rubric_iterations": 0,
             "_rubric_status": None,
+            "_rubric_best_iteration": None,
         }
 
     def _pending_pass(self, state: RubricState, runtime: Runtime[Any]) -> _Pass | None:
         rubric = state.get("rubric")
         if rubric is None or rubric == "":
             return None
+        run_id = state.get("_current_grading_run_id") or str(uuid.uuid4())
+        iteration = state.get("_rubric_iterations") or 0
         graded = _Pass(
             rubric=rubric,
-            criteria=validate_rubric(rubric),
-            run_id=state.get("_current_grading_run_id") or str(uuid.uuid4()),
-            iteration=state.get("_rubric_iterations") or 0,
+            specs=validate_criteria(rubric),
+            run_id=run_id,
+            iteration=iteration,
+            previous=sorted(
+                (
+                    e
+                    for e in state.get("_rubric_evaluations") or []
+                    if e.get("grading_run_id") == run_id and e.get("iteration", 0) < iteration
+                ),
+                key=lambda e: e["iteration"],
+            ),
         )
         self._emit(
             runtime,
@@ -357,6 +470,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             result = outcome.response.result
             status = self._status_after(result, graded.iteration)
             explanation, criteria = outcome.explanation, outcome.criteria
+        score = None if result == "grader_error" else score_pass(graded.specs, criteria)
         evaluation: RubricEvaluation = {
             "grading_run_id": graded.run_id,
             "iteration": graded.iteration,
@@ -370,14 +484,40 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             "grader_attempts": graded.usage.attempts,
             "grader_input_tokens": graded.usage.input_tokens,
             "grader_output_tokens": graded.usage.output_tokens,
+            "score": score,
+            "regressions": regressions(list(graded.previous), criteria) if criteria else [],
         }
         self._emit_end(runtime, evaluation)
         callback_result = self._call_back(evaluation)
         return evaluation, callback_result if inspect.isawaitable(callback_result) else None
 
+    def _best_update(self, graded: _Pass, evaluation: RubricEvaluation) -> dict[str, Any]:
+        """With `keep="best"`, at the end of an attempt: the best pass, and its draft
+        appended as the last answer when it is not the last answer already."""
+        status = evaluation["status"]
+        if self.keep != "best" or status not in TERMINAL_STATUSES or status == "failed":
+            return {}
+        passes = [*graded.previous, evaluation]
+        index = best_pass([p.get("score") for p in passes])
+        if index is None:
+            return {}
+        best = passes[index]
+        update: dict[str, Any] = {"_rubric_best_iteration": best["iteration"]}
+        if best is not evaluation and status in ("max_iterations_reached", "grader_error"):
+            marker = {"iteration": best["iteration"], "score": best.get("score")}
+            update["messages"] = [
+                AIMessage(
+                    content=best["draft"],
+                    id=f"rubric-best-{graded.run_id}-{graded.iteration}",
+                    additional_kwargs={BEST_DRAFT_KEY: marker},
+                )
+            ]
+        return update
+
     @staticmethod
-    def _update(evaluation: RubricEvaluation) -> dict[str, Any]:
+    def _update(evaluation: RubricEvaluation, extra: dict[str, Any]) -> dict[str, Any]:
         update: dict[str, Any] = {
+            **extra,
             "_rubric_evaluations": [evaluation],
             "_rubric_iterations": evaluation["iteration"] + 1,
             "_rubric_status": evaluation["status"],
@@ -432,5 +572,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
                 "status": evaluation["status"],
                 "explanation": evaluation["explanation"],
                 "criteria": evaluation["criteria"],
+                "score": evaluation["score"],
+                "regressions": evaluation["regressions"],
             },
         )

@@ -113,6 +113,26 @@ RUBRIC_GRADER_MESSAGE_SOURCE = "rubric_grader"
 """`name` and `additional_kwargs["lc_source"]` of the feedback messages the loop
 injects, so UIs and evals can tell the grader's turns from the user's."""
 
+KEEP_CHOICES: tuple[str, ...] = ("last", "best")
+"""Which draft a run hands back when it ends unmet: the last one (the default), or the
+highest-scoring pass's (`RubricMiddleware(keep="best")`)."""
+
+KeepChoice = Literal["last", "best"]
+
+BEST_DRAFT_KEY = "rubric_best_draft"
+"""`additional_kwargs` key on the AI message `keep="best"` appends: `{"iteration", "score"}`
+of the pass whose draft it repeats, so UIs can tell it from the agent's own last turn."""
+
+
+class Regression(TypedDict):
+    """A criterion that passed in an earlier pass of the grading run and fails now."""
+
+    name: str
+    """The criterion's name."""
+
+    passed_in: int
+    """The last pass (1-based) in which it passed."""
+
 
 class CriterionVerdict(TypedDict):
     """One criterion as judged in one pass."""
@@ -125,6 +145,16 @@ class CriterionVerdict(TypedDict):
 
     gap: NotRequired[str]
     """Only on failing criteria: what is missing or wrong, specific enough to act on."""
+
+    checked_by: NotRequired[Literal["code"]]
+    """Present when a code check (`rubric_core.tools.checks`) decided it, not the judge."""
+
+    evidence: NotRequired[str]
+    """On checked criteria: the check's own output (on failures it is the gap too)."""
+
+    check_error: NotRequired[bool]
+    """On checked criteria: `True` when the check could not decide (a missing file, a
+    sandbox that would not start); `passed` is then False, through no fault of the work."""
 
 
 class Criterion(BaseModel):
@@ -249,6 +279,13 @@ class RubricEvaluation(TypedDict):
     grader_output_tokens: int
     """Output tokens the grader's model reported for this pass (0 if it reports none)."""
 
+    score: float | None
+    """Weighted score of the pass in [0, 1] (`rubric_core.scoring.score_pass`); `None`
+    on `grader_error`."""
+
+    regressions: list[Regression]
+    """Criteria that passed in an earlier pass of this grading run and fail now."""
+
 
 class RubricEvent(TypedDict):
     """Payload written to LangGraph's custom stream around each grading pass."""
@@ -260,3 +297,5 @@ class RubricEvent(TypedDict):
     status: NotRequired[RubricStatus]
     explanation: NotRequired[str]
     criteria: NotRequired[list[CriterionVerdict]]
+    score: NotRequired[float | None]
+    regressions: NotRequired[list[Regression]]

@@ -100,6 +100,10 @@ def test_criteria_csv_cells_exact_and_formulas_neutralised(store, seeded):
         "grader_output_tokens": "3",
         "duration_s": "0.5",
         "started_at": "2023-11-14T22:13:20.000000+00:00",
+        # issue 10: weight and checked_by per criterion, the pass's score (none recorded)
+        "weight": "1",
+        "checked_by": "",
+        "score": "",
     }
     passing = by_key[(str(first), "1", "has a title")]
     assert (passing["passed"], passing["gap"]) == ("true", "")

@@ -22,7 +22,10 @@ PACKAGE = ROOT / "rubric_core"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("schema",),
-    ("rubric", "messages"),
+    # check_registry holds the names and argument rules of code checks (no running), so
+    # the parser can validate `{lines == 3}` without importing `tools`; scoring reads
+    # parsed criteria and verdicts only. Both are pure functions of rubric values.
+    ("check_registry", "rubric", "messages", "scoring"),
     ("tools",),
     ("grader",),
     ("middleware",),

@@ -463,3 +463,45 @@ def test_locked_database_is_explained_when_saving(app: AppTest, db_path: Path) -
         blocker.rollback()
         blocker.close()
     assert os.path.exists(db_path)
+
+
+def test_rubrics_shows_weights_penalties_and_checks_as_you_type(app: AppTest) -> None:
+    app.text_area(key="rubric_text").input(
+        "- [3] Cites the release date\n- [-5] Invents a price\n- Three lines {lines == 3}"
+    )
+    app.run()
+    _no_exception(app)
+    texts = _texts(app)
+    assert "1. Cites the release date  · weight 3" in texts
+    assert "2. Invents a price  · penalty -5" in texts
+    assert "3. Three lines  · ⚙ {lines == 3}" in texts
+    assert any("decided by code checks" in c.value for c in app.caption)
+
+
+def test_rubrics_bad_weight_is_an_error_naming_the_line(app: AppTest) -> None:
+    app.text_area(key="rubric_text").input("- fine\n- [abc] Not a weight")
+    app.run()
+    _no_exception(app)
+    assert any(e.value.startswith("line 2 ('- [abc] Not a weight')") for e in app.error)
+
+
+def test_run_page_keep_best_shows_scores_and_regressions(app: AppTest) -> None:
+    from studio_ui import run_registry
+
+    _page(app, "run")
+    app.selectbox(key="run_scenario_helper").set_value("release_note_regression")
+    app.button(key="run_use_scenario").click().run()
+    app.radio(key="run_keep").set_value("best").run()
+    app.button(key="run_launch").click().run()
+    _no_exception(app)
+    handle = run_registry().run(app.session_state["run_watch"])
+    assert handle is not None and handle.wait(RUN_TIMEOUT_S)
+    app.run()
+    _no_exception(app)
+    progress = _charts(app)[0]
+    assert [bar["name"] for bar in progress["data"]] == ["needs_revision"]
+    assert [round(y, 2) for y in progress["data"][0]["y"]] == [0.67, 0.5, 0.17]
+    assert [a["text"] for a in progress["layout"]["annotations"]] == ["↩ regressed"] * 2
+    assert any("the draft of Pass 1, its best-scoring pass" in i.value for i in app.info)
+    warnings = [w.value for w in app.warning]
+    assert any("Gives the release date" in w and "Pass 1" in w for w in warnings), warnings

@@ -9,6 +9,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from rubric_core.models import ReplayChatModel, list_scenarios, load_scenario, verdict_turn
+from rubric_core.rubric import parse_rubric
 from rubric_core.runs import (
     RunSpec,
     SpecError,
@@ -138,10 +139,11 @@ def test_scenario_ends_in_its_expected_status_and_is_stored(store, scenario):
     assert [e["iteration"] for e in evaluations] == list(range(len(evaluations)))
     assert len({e["grading_run_id"] for e in evaluations}) == 1
     assert evaluations[-1]["status"] == expected
-    criteria = load_scenario(scenario)["rubric"].splitlines()
+    # the rubric's criteria as the parser reads them (weights and checks removed)
+    criteria = parse_rubric(load_scenario(scenario)["rubric"])
     for evaluation in evaluations:
         if evaluation["result"] != "grader_error":
-            assert [c["name"] for c in evaluation["criteria"]] == [c for c in criteria if c]
+            assert [c["name"] for c in evaluation["criteria"]] == criteria
     transcript = store.transcript(run["id"])
     assert transcript[0]["role"] in ("human", "user")
     assert transcript[0]["content"] == load_scenario(scenario)["input"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -110,13 +111,14 @@ def export(
 
 @click.group(context_settings=CONTEXT)
 def rubrics() -> None:
-    """List, add and show rubrics (named, immutable versions).
+    """List, add, import and show rubrics (named, immutable versions).
 
     \b
     Example:
         python -m rubric_core rubrics list
         python -m rubric_core rubrics add haiku rubric.txt --tag poetry
         python -m rubric_core rubrics show haiku --version 1
+        python -m rubric_core rubrics import triage healthbench_rubric.json
     """
 
 
@@ -146,6 +148,22 @@ def rubrics_list(db: Path | None) -> None:
         )
 
 
+def _save_rubric(
+    db: Path | None, name: str, text: str, tags: tuple[str, ...], note: str
+) -> dict[str, Any]:
+    """Save a rubric version; a bad rubric or store fault is a one-line `BadInput`."""
+    from rubric_core.rubric import RubricError
+    from rubric_core.store import StoreError
+
+    store = open_store(db)
+    try:
+        return store.save_rubric_version(name, text, tags=list(tags) or None, note=note)
+    except (RubricError, StoreError, ValueError) as exc:
+        raise BadInput(f"rubric {name!r}: {exc}") from exc
+    finally:
+        store.close()
+
+
 @rubrics.command("add", context_settings=CONTEXT)
 @click.argument("name")
 @click.argument(
@@ -166,21 +184,46 @@ def rubrics_add(name: str, file: Path, tags: tuple[str, ...], note: str, db: Pat
         python -m rubric_core rubrics add haiku rubric.txt --tag poetry --note "5/7/5"
         printf -- "- three lines\\n- mentions rain\\n" | python -m rubric_core rubrics add rain
     """
-    from rubric_core.rubric import RubricError
-    from rubric_core.store import StoreError
-
-    text = read_text(file, "rubric file")
-    store = open_store(db)
-    try:
-        try:
-            row = store.save_rubric_version(name, text, tags=list(tags) or None, note=note)
-        except (RubricError, StoreError, ValueError) as exc:
-            raise BadInput(f"rubric {name!r}: {exc}") from exc
-    finally:
-        store.close()
+    row = _save_rubric(db, name, read_text(file, "rubric file"), tags, note)
     click.echo(
         f"Rubric {row['name']!r} version {row['version']} (id {row['id']}), "
         f"{len(row['criteria'])} criteria."
+    )
+
+
+@rubrics.command("import", context_settings=CONTEXT)
+@click.argument("name")
+@click.argument(
+    "file",
+    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+    default="-",
+)
+@click.option("--tag", "tags", multiple=True, help="A tag for the rubric; repeat for several.")
+@click.option("--note", default="imported from HealthBench JSON", help="What this version is.")
+@db_option
+def rubrics_import(
+    name: str, file: Path, tags: tuple[str, ...], note: str, db: Path | None
+) -> None:
+    """Import a HealthBench-style rubric from FILE (or stdin) as a version of rubric NAME.
+
+    FILE is a JSON list of {"criterion": ..., "points": ...} (or an example holding it
+    under "rubrics"); points become weights, negative points penalties.
+
+    \b
+    Example:
+        python -m rubric_core rubrics import triage healthbench_rubric.json --tag medical
+    """
+    from rubric_core.rubric import RubricError, criteria_from_healthbench
+
+    raw = read_text(file, "rubric file")
+    try:
+        text = criteria_from_healthbench(raw)
+    except RubricError as exc:
+        raise BadInput(f"{file}: {exc}") from exc
+    row = _save_rubric(db, name, text, tags, note)
+    click.echo(
+        f"Rubric {row['name']!r} version {row['version']} (id {row['id']}), "
+        f"{len(row['criteria'])} criteria imported."
     )
 
 

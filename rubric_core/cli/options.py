@@ -14,6 +14,7 @@ from rubric_core.cli.common import BadInput, load_scenario, version_row
 from rubric_core.schema import (
     AGENT_KINDS,
     DEFAULT_MAX_ITERATIONS,
+    KEEP_CHOICES,
     MAX_ITERATIONS_LIMIT,
     REPLAY_PREFIX,
 )
@@ -63,6 +64,8 @@ class SpecOptions:
     """`--grader-system-prompt`."""
     scenario: str | None = None
     """`--scenario`: a bundled replay scenario that fills in what was not given."""
+    keep: str | None = None
+    """`--keep`: `last` or `best`, the draft a run that ends unmet hands back."""
 
 
 _SPEC_FIELDS = tuple(f.name for f in fields(SpecOptions))
@@ -110,6 +113,15 @@ _SPEC_OPTIONS = (
     click.option("--agent-system-prompt", default=None, help="System prompt of the agent."),
     click.option(
         "--grader-system-prompt", default=None, help="Grading instructions for the grader."
+    ),
+    click.option(
+        "--keep",
+        type=click.Choice(KEEP_CHOICES),
+        default=None,
+        help=(
+            "Which draft a run that ends unmet hands back: the last, or the best-scoring "
+            "pass's [default: last]."
+        ),
     ),
     click.option(
         "--scenario",
@@ -202,6 +214,7 @@ def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
         agent_system_prompt=options.agent_system_prompt,
         grader_system_prompt=options.grader_system_prompt,
         base_url=options.base_url,
+        keep=options.keep or "last",
     )
 
 

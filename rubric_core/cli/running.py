@@ -50,10 +50,14 @@ def format_pass(evaluation: Mapping[str, Any]) -> str:
     lines = [
         f"Pass {int(evaluation['iteration']) + 1}: {evaluation['result']}"
         + (f" -> {status}" if status and status != evaluation["result"] else "")
+        + (f" (score {score:.2f})" if (score := evaluation.get("score")) is not None else "")
     ]
+    regressed = {r["name"]: r["passed_in"] for r in evaluation.get("regressions") or []}
     for criterion in evaluation.get("criteria") or []:
         mark = "✓" if criterion.get("passed") else "✗"
         line = f"  {mark} {criterion['name']}"
+        if criterion["name"] in regressed:
+            line += f" [regressed: passed in pass {regressed[criterion['name']]}]"
         if not criterion.get("passed") and criterion.get("gap"):
             line += f" — {criterion['gap']}"
         lines.append(line)
@@ -98,6 +102,12 @@ def _watch(
     if not quiet and row.get("final_output"):
         click.echo("\nFinal answer:\n" + row["final_output"].rstrip() + "\n")
     click.echo(f"Status: {status} — {describe_status(status)}")
+    if row.get("score") is not None:
+        kept = row.get("best_iteration")
+        click.echo(
+            f"Score: {row['score']:.2f}"
+            + (f" (kept the best draft, pass {kept + 1})" if kept is not None else "")
+        )
     if row.get("error"):
         click.echo(f"Error: {row['error']}", err=True)
     return status
@@ -220,6 +230,11 @@ def format_summary(summary: BatchSummary) -> str:
     if summary.by_status:
         lines.append("  by status: " + ", ".join(f"{k} {v}" for k, v in summary.by_status.items()))
     lines.append(f"Satisfied rate: {format_rate(summary.satisfied_rate)}")
+    if summary.mean_score is not None:
+        lines.append(
+            f"Mean score: {summary.mean_score:.2f} over {len(summary.scores)} scored runs "
+            f"(min {min(summary.scores):.2f}, max {max(summary.scores):.2f})"
+        )
     mean = summary.mean_iterations_to_satisfied
     lines.append(f"Mean iterations to satisfied: {'n/a' if mean is None else f'{mean:.2f}'}")
     if summary.iterations_to_satisfied:

@@ -292,6 +292,8 @@ class Grader:
         messages: Sequence[BaseMessage],
         iteration: int,
         usage: GraderUsage,
+        *,
+        checked: Sequence[CriterionVerdict] = (),
     ) -> GraderOutcome:
         """One grading pass, synchronously.
 
@@ -304,12 +306,14 @@ class Grader:
             messages: The agent's conversation.
             iteration: Zero-based index of the pass.
             usage: Where the pass's attempts and tokens are added, even if it raises.
+            checked: Verdicts code checks decided this pass, shown to the grader as
+                evidence; `criteria` must not include them.
 
         Raises:
             Exception: Whatever the grader raised once retries were spent (the loop
                 records it as `grader_error`); `GraphBubbleUp` at once.
         """
-        ask = functools.partial(self._input, rubric, criteria, messages, iteration)
+        ask = functools.partial(self._input, rubric, criteria, messages, iteration, checked)
         first = self._call(ask(), usage)
         if (correction := _coverage_problem(criteria, first, iteration)) is not None:
             with _keeping_the_first_verdict():
@@ -323,9 +327,11 @@ class Grader:
         messages: Sequence[BaseMessage],
         iteration: int,
         usage: GraderUsage,
+        *,
+        checked: Sequence[CriterionVerdict] = (),
     ) -> GraderOutcome:
         """One grading pass, asynchronously. Mirrors `grade`; only the calls are awaited."""
-        ask = functools.partial(self._input, rubric, criteria, messages, iteration)
+        ask = functools.partial(self._input, rubric, criteria, messages, iteration, checked)
         first = await self._acall(ask(), usage)
         if (correction := _coverage_problem(criteria, first, iteration)) is not None:
             with _keeping_the_first_verdict():
@@ -338,6 +344,7 @@ class Grader:
         criteria: Sequence[str],
         messages: Sequence[BaseMessage],
         iteration: int,
+        checked: Sequence[CriterionVerdict],
         correction: str | None = None,
     ) -> dict[str, Any]:
         payload = build_payload(
@@ -347,6 +354,7 @@ class Grader:
             iteration=iteration,
             budget_chars=self._budget_chars,
             correction=correction,
+            checked=checked,
         )
         return {"messages": [HumanMessage(payload)]}
 

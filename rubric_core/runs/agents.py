@@ -111,6 +111,7 @@ def build_agent(
         system_prompt=spec.grader_system_prompt,
         max_iterations=spec.max_iterations,
         on_evaluation=on_evaluation,
+        keep="best" if spec.keep == "best" else "last",
     )
     middleware: list[AgentMiddleware[Any, Any, Any]] = []
     if stop_event is not None:

@@ -87,6 +87,20 @@ class BatchSummary:
     errors: list[dict[str, Any]] = field(default_factory=list)
     """`{run_id, input, error}` for runs that ended `error`."""
 
+    scores: list[float] = field(default_factory=list)
+    """The score of every scored run (the draft it handed back), in run order: the
+    distribution the Batch page plots."""
+
+    @property
+    def mean_score(self) -> float | None:
+        """Mean of `scores`; `None` when no run has a score yet.
+
+        Examples:
+            >>> BatchSummary("b", 2, {}, 0.0, None, {}, [], 0, scores=[0.5, 1.0]).mean_score
+            0.75
+        """
+        return statistics.fmean(self.scores) if self.scores else None
+
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
@@ -99,6 +113,8 @@ class BatchSummary:
             "criterion_pass_rates": list(self.criterion_pass_rates),
             "grader_errors": self.grader_errors,
             "errors": list(self.errors),
+            "mean_score": self.mean_score,
+            "scores": list(self.scores),
         }
 
 
@@ -147,6 +163,7 @@ def summary_for_batch(store: Store, batch_id: str) -> BatchSummary:
         criterion_pass_rates=list(store.criterion_pass_rates(batch_id=batch_id)),
         grader_errors=by_status.get("grader_error", 0),
         errors=errors,
+        scores=[float(run["score"]) for run in runs if run.get("score") is not None],
     )
 
 

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +143,26 @@ class RunHandle:
 def _error_text(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _best(values: Mapping[str, Any]) -> tuple[int | None, float | None]:
+    """The pass a `keep="best"` run handed back and its score, from the final state.
+
+    Examples:
+        >>> _best({"_rubric_best_iteration": 1, "_current_grading_run_id": "g",
+        ...        "_rubric_evaluations": [{"grading_run_id": "g", "iteration": 1, "score": 0.5}]})
+        (1, 0.5)
+        >>> _best({})
+        (None, None)
+    """
+    best = values.get("_rubric_best_iteration")
+    if not isinstance(best, int):
+        return None, None
+    run = values.get("_current_grading_run_id")
+    for evaluation in reversed(values.get("_rubric_evaluations") or []):
+        if evaluation.get("grading_run_id") == run and evaluation.get("iteration") == best:
+            return best, evaluation.get("score")
+    return best, None
 
 
 def _agent_usage(messages: Iterable[BaseMessage]) -> tuple[int, int]:
@@ -285,6 +305,7 @@ def prepare_run(
         grader_system_prompt=spec.grader_system_prompt,
         thread_id=thread_id,
         batch_id=batch_id,
+        keep=spec.keep,
     )
     handle = RunHandle(store, run_id, thread_id, stop_event)
     agent_input = {"messages": [HumanMessage(spec.input)], "rubric": version["text"]}
@@ -350,6 +371,7 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
             status, error = "error", failures[0]
         tokens_in, tokens_out = _agent_usage(messages)
         handle.error = error
+        best_iteration, best_score = _best(values)
         store.finish_run(
             handle.run_id,
             status=status,
@@ -357,6 +379,8 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
             error=error,
             agent_input_tokens=tokens_in,
             agent_output_tokens=tokens_out,
+            best_iteration=best_iteration,
+            score=best_score,
         )
     except Exception as exc:  # the store itself failed; keep the handle truthful
         handle.error = handle.error or _error_text(exc)

@@ -12,6 +12,7 @@ from rubric_core.rubric import RubricError, validate_rubric
 from rubric_core.schema import (
     AGENT_KINDS,
     DEFAULT_MAX_ITERATIONS,
+    KEEP_CHOICES,
     MAX_CONCURRENCY,
     MAX_ITERATIONS_LIMIT,
 )
@@ -95,6 +96,10 @@ class RunSpec:
 
     api_key: str | None = field(default=None, repr=False, compare=False)
     """Key for `base_url` or the provider; never persisted, never shown in `repr`."""
+
+    keep: str = "last"
+    """One of `KEEP_CHOICES`: hand back the last draft, or the best-scoring pass's
+    (`RubricMiddleware(keep=...)`)."""
 
     def __post_init__(self) -> None:
         tools: Any = self.grader_tools
@@ -181,6 +186,9 @@ def _check_static(spec: RunSpec) -> None:
             raise SpecError(name, f"must be text or None, got {type(value).__name__}")
     if spec.base_url is not None and not str(spec.base_url).startswith(("http://", "https://")):
         raise SpecError("base_url", f"must start with http:// or https://, got {spec.base_url!r}")
+    if spec.keep not in KEEP_CHOICES:
+        choices = " or ".join(repr(choice) for choice in KEEP_CHOICES)
+        raise SpecError("keep", f"must be {choices}, got {spec.keep!r}")
     for tool in spec.grader_tools:
         if not isinstance(tool, str) or not tool.strip():
             raise SpecError("grader_tools", f"tool names must be non-empty text, got {tool!r}")
@@ -268,6 +276,7 @@ def spec_from_run(run: Mapping[str, Any], **overrides: Any) -> RunSpec:
         "agent_kind": run.get("agent_kind") or "basic",
         "agent_system_prompt": run.get("agent_system_prompt"),
         "grader_system_prompt": run.get("grader_system_prompt"),
+        "keep": run.get("keep") or "last",
     }
     values.update(overrides)
     return RunSpec(**values)

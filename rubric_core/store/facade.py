@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.rubric import validate_rubric
-from rubric_core.schema import AGENT_KINDS, RUN_STATUSES
+from rubric_core.rubric import RubricError, parse_criteria, validate_rubric
+from rubric_core.schema import AGENT_KINDS, KEEP_CHOICES, RUN_STATUSES
 from rubric_core.store.errors import StoreError
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import current_owner
@@ -79,6 +79,7 @@ class Store:
         self.path = Path(path if path is not None else default_db_path()).expanduser().resolve()
         self.busy_timeout_s = float(busy_timeout_s)
         self._backend = SQLiteBackend(self.path, busy_timeout_s=self.busy_timeout_s)
+        self._weight_cache: dict[int, dict[str, int]] = {}
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -170,8 +171,11 @@ class Store:
         grader_system_prompt: str | None = None,
         thread_id: str | None = None,
         batch_id: str | None = None,
+        keep: str = "last",
     ) -> int:
         """Record a new run with status `running`, owned by this process; returns its id.
+
+        `keep` is the run's `RubricMiddleware(keep=...)`: `"last"` or `"best"`.
 
         Raises:
             StoreError: A field is invalid or the rubric version does not exist.
@@ -192,6 +196,9 @@ class Store:
         optional_text(grader_system_prompt, "grader_system_prompt")
         optional_text(thread_id, "thread_id")
         optional_text(batch_id, "batch_id")
+        if keep not in KEEP_CHOICES:
+            msg = f"keep must be one of {', '.join(KEEP_CHOICES)}, got {keep!r}"
+            raise StoreError(msg, kind="invalid")
         values = {
             "rubric_version_id": rubric_version_id,
             "input": input,
@@ -204,6 +211,7 @@ class Store:
             "grader_system_prompt": grader_system_prompt,
             "thread_id": thread_id,
             "batch_id": batch_id,
+            "keep": keep,
         }
         return self._backend.create_run(values, current_owner())
 
@@ -217,8 +225,27 @@ class Store:
             StoreError: Unknown run, or the evaluation dict is malformed.
         """
         run_id = require_int(run_id, "run_id")
-        values, criteria = evaluation_row(evaluation)
+        values, criteria = evaluation_row(evaluation, self._weights(run_id))
         return self._backend.record_evaluation(run_id, values, criteria)
+
+    def _weights(self, run_id: int) -> dict[str, int]:
+        """Criterion name -> weight in the run's rubric (a run's rubric never changes).
+
+        Read once per run. If the read fails, weights default to 1 and the write that
+        follows reports what is wrong with the store (and recovers what it can).
+        """
+        if run_id not in self._weight_cache:
+            try:
+                version_id = int(self._backend.get_run(run_id)["rubric_version_id"])
+                text = self._backend.get_rubric_version(version_id)["text"]
+            except StoreError:
+                return {}
+            try:
+                weights = {c.name: c.weight for c in parse_criteria(text)}
+            except RubricError:  # a custom check this process has not registered
+                weights = {}
+            self._weight_cache[run_id] = weights
+        return self._weight_cache[run_id]
 
     def save_transcript(
         self, run_id: int, messages: Sequence[BaseMessage | Mapping[str, Any]]
@@ -244,8 +271,14 @@ class Store:
         error: str | None = None,
         agent_input_tokens: int = 0,
         agent_output_tokens: int = 0,
+        best_iteration: int | None = None,
+        score: float | None = None,
     ) -> None:
         """Close a run with its final status, output and agent token usage.
+
+        `best_iteration` (zero-based) is the pass whose draft a `keep="best"` run handed
+        back, and `score` that draft's score; when given, they replace the latest
+        pass's score the run carried while it ran.
 
         Raises:
             StoreError: Unknown run, or a status that is not a final one.
@@ -260,13 +293,20 @@ class Store:
         optional_text(error, "error")
         require_int(agent_input_tokens, "agent_input_tokens", minimum=0)
         require_int(agent_output_tokens, "agent_output_tokens", minimum=0)
-        values = {
+        values: dict[str, Any] = {
             "status": status,
             "final_output": final_output or "",
             "error": error,
             "agent_input_tokens": agent_input_tokens,
             "agent_output_tokens": agent_output_tokens,
         }
+        if best_iteration is not None:
+            values["best_iteration"] = require_int(best_iteration, "best_iteration", minimum=0)
+        if score is not None:
+            if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+                msg = f"score must be a number from 0 to 1, got {score!r}"
+                raise StoreError(msg, kind="invalid")
+            values["score"] = float(score)
         self._backend.finish_run(run_id, values)
 
     def resume_run(self, run_id: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,10 @@ class CriterionRow(NamedTuple):
     criterion: str
     passed: bool
     gap: str | None
+    weight: int = 1
+    """The criterion's weight in the rubric (negative: a penalty)."""
+    checked_by: str | None = None
+    """`"code"` when a code check decided it."""
 
 
 def message_row(run_id: int, position: int, message: object) -> MessageRow:
@@ -93,7 +98,7 @@ def _count(evaluation: Mapping[str, Any], key: str) -> int:
     return require_int(0 if value is None else value, f"evaluation {key}", minimum=0)
 
 
-def _criterion_rows(criteria: object) -> list[CriterionRow]:
+def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[CriterionRow]:
     if isinstance(criteria, str | bytes) or not isinstance(criteria, Sequence):
         msg = f"evaluation criteria must be a list, got {type(criteria).__name__}"
         raise StoreError(msg, kind="invalid")
@@ -115,12 +120,56 @@ def _criterion_rows(criteria: object) -> list[CriterionRow]:
         if gap is not None and not isinstance(gap, str):
             msg = f"{where} ({name!r}) gap must be a string"
             raise StoreError(msg, kind="invalid")
-        rows.append(CriterionRow(position, name.strip(), passed, gap or None))
+        checked_by = verdict.get("checked_by")
+        if checked_by is not None and not isinstance(checked_by, str):
+            msg = f"{where} ({name!r}) checked_by must be a string"
+            raise StoreError(msg, kind="invalid")
+        rows.append(
+            CriterionRow(
+                position,
+                name.strip(),
+                passed,
+                gap or None,
+                weights.get(name.strip(), 1),
+                checked_by or None,
+            )
+        )
     return rows
 
 
-def evaluation_row(evaluation: object) -> tuple[dict[str, Any], list[CriterionRow]]:
+def _score(evaluation: Mapping[str, Any]) -> float | None:
+    value = evaluation.get("score")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        msg = f"evaluation score must be a number from 0 to 1 or None, got {value!r}"
+        raise StoreError(msg, kind="invalid")
+    return float(value)
+
+
+def _regressions(evaluation: Mapping[str, Any]) -> list[dict[str, Any]]:
+    value = evaluation.get("regressions") or []
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        msg = f"evaluation regressions must be a list, got {type(value).__name__}"
+        raise StoreError(msg, kind="invalid")
+    found = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            msg = f"evaluation regressions[{index}] must be a dict with name and passed_in"
+            raise StoreError(msg, kind="invalid")
+        passed_in = require_int(
+            item.get("passed_in"), f"evaluation regressions[{index}].passed_in", minimum=1
+        )
+        found.append({"name": item["name"], "passed_in": passed_in})
+    return found
+
+
+def evaluation_row(
+    evaluation: object, weights: Mapping[str, int] | None = None
+) -> tuple[dict[str, Any], list[CriterionRow]]:
     """Validate a `RubricEvaluation` dict; returns its column values and criterion rows.
+
+    `weights` maps criterion names to their rubric weights (1 when a name is missing).
 
     Raises:
         StoreError: Of kind `invalid`, naming the field that is missing or wrong.
@@ -160,4 +209,11 @@ def evaluation_row(evaluation: object) -> tuple[dict[str, Any], list[CriterionRo
         "grader_input_tokens": _count(evaluation, "grader_input_tokens"),
         "grader_output_tokens": _count(evaluation, "grader_output_tokens"),
     }
-    return values, _criterion_rows(evaluation["criteria"])
+    regressed = _regressions(evaluation)
+    values["score"] = _score(evaluation)
+    values["regressions"] = json.dumps(regressed, ensure_ascii=False)
+    # New regressions only: a criterion that passed in the pass just before and fails now
+    # (the dashboard's heatmap marks the same transitions); one that keeps failing is
+    # still listed in `regressions`, for the feedback, but is not counted again.
+    values["regression_count"] = sum(1 for r in regressed if r["passed_in"] == iteration)
+    return values, _criterion_rows(evaluation["criteria"], weights or {})

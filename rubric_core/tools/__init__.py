@@ -7,6 +7,15 @@ from collections.abc import Iterable
 from langchain_core.tools import BaseTool
 
 from rubric_core.errors import InputError
+from rubric_core.tools.checks import (
+    BUILTIN_CHECKS,
+    CheckResult,
+    arun_checks,
+    check_names,
+    register_check,
+    run_checks,
+    unregister_check,
+)
 from rubric_core.tools.test_runner import make_run_test_suite, run_pytest, run_test_suite
 from rubric_core.tools.text import count_syllables, regex_check, syllable_count, text_stats
 
@@ -62,15 +71,22 @@ def get_tools(names: Iterable[str]) -> list[BaseTool]:
 
 
 __all__ = [
+    "BUILTIN_CHECKS",
     "TOOL_DESCRIPTIONS",
     "TOOL_NAMES",
+    "CheckResult",
     "UnknownToolError",
+    "arun_checks",
+    "check_names",
     "count_syllables",
     "get_tools",
     "make_run_test_suite",
     "regex_check",
+    "register_check",
+    "run_checks",
     "run_pytest",
     "run_test_suite",
     "syllable_count",
     "text_stats",
+    "unregister_check",
 ]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
-import sys
 
 from langchain_core.tools import tool
+
+from rubric_core.tools._child import run_json_job
 
 _MAX_TEXT_CHARS = 200_000
 """Longest text the text tools accept; past this the result says so instead of stalling."""
@@ -99,7 +99,13 @@ def count_syllables(text: str) -> str:
     return "\n".join(report)
 
 
-def _text_stats(text: str) -> dict[str, int]:
+def text_counts(text: str) -> dict[str, int]:
+    """The counts `text_stats` reports (lines and paragraphs count only non-empty ones).
+
+    Examples:
+        >>> text_counts("Two words.\\n\\nThen three more.")["words"]
+        5
+    """
     return {
         "words": len(_COUNT_WORD_RE.findall(text)),
         "characters": len(text),
@@ -115,7 +121,7 @@ def text_stats(text: str) -> str:
     """Count words, characters, non-empty lines, sentences and paragraphs of a text."""
     if len(text) > _MAX_TEXT_CHARS:
         return f"ERROR: text is {len(text):,} characters; the limit is {_MAX_TEXT_CHARS:,}"
-    return "\n".join(f"{key}: {value}" for key, value in _text_stats(text).items())
+    return "\n".join(f"{key}: {value}" for key, value in text_counts(text).items())
 
 
 _SEARCH_SCRIPT = """
@@ -147,26 +153,17 @@ def regex_search(pattern: str, text: str, *, timeout_s: float = _REGEX_TIMEOUT_S
         return f"ERROR: invalid regular expression {pattern!r}: {exc}"
     # The search runs in a child interpreter: Python's re cannot be interrupted, and a
     # catastrophic pattern such as (a+)+$ would otherwise hang the grader's thread.
-    # A fresh interpreter (not fork) is safe in a process full of threads.
     try:
-        completed = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _SEARCH_SCRIPT],
-            input=json.dumps({"pattern": pattern, "text": text}),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-            env={"PYTHONIOENCODING": "utf-8"},
+        outcome, failure = run_json_job(
+            _SEARCH_SCRIPT, {"pattern": pattern, "text": text}, timeout_s=timeout_s
         )
     except subprocess.TimeoutExpired:
         return (
             f"TIMEOUT: the pattern {pattern!r} ran for more than {timeout_s:g}s "
             "(catastrophic backtracking?); simplify it"
         )
-    try:
-        outcome = json.loads(completed.stdout)
-    except json.JSONDecodeError:
-        return f"ERROR: the regex search failed: {completed.stderr.strip()[-300:] or 'no output'}"
+    if outcome is None:
+        return f"ERROR: the regex search failed: {failure}"
     if "error" in outcome:
         return f"ERROR: invalid regular expression {pattern!r}: {outcome['error']}"
     found = outcome["matches"]

@@ -9,13 +9,22 @@ from typing import Any
 import plotly.graph_objects as go
 
 from rubric_core.ui.format import one_line
-from rubric_core.ui.passes import Evaluation, criterion_matrix, find_regressions, pass_label
+from rubric_core.ui.passes import (
+    Evaluation,
+    criterion_matrix,
+    find_regressions,
+    pass_label,
+    pass_score,
+)
 
 __all__ = [
     "heatmap_figure",
     "iterations_histogram",
     "pass_rate_figure",
     "plain",
+    "progress_figure",
+    "score_bins",
+    "score_histogram",
     "short_label",
     "timeline_figure",
 ]
@@ -123,6 +132,97 @@ def timeline_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
         yaxis={"title": "seconds"},
         legend_title_text="verdict",
         title="Iteration timeline",
+    )
+    return figure
+
+
+def _regressed_by_pass(evaluations: Sequence[Evaluation]) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    for name, _from_pass, to_pass in find_regressions(evaluations):
+        found.setdefault(to_pass, []).append(name)
+    return found
+
+
+def progress_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
+    """The run's progress: one bar per pass, its height the pass's score.
+
+    Bars are coloured by verdict (one trace per verdict) and labelled with the criteria
+    passed (`2/3`); grader seconds, attempts and tokens are in the hover. A pass where
+    a criterion regressed (passed before, fails now) is marked `↩ regressed` above its
+    bar, naming the criteria. A pass with no score (a grader error) has no bar height.
+
+    Examples:
+        >>> passes = [{"result": "needs_revision", "score": 0.5,
+        ...            "criteria": [{"name": "a", "passed": True}, {"name": "b", "passed": False}]},
+        ...           {"result": "needs_revision", "score": 0.0,
+        ...            "criteria": [{"name": "a", "passed": False}, {"name": "b", "passed": False}]}]
+        >>> figure = progress_figure(passes)
+        >>> [trace.name for trace in figure.data], list(figure.data[0].text)
+        (['needs_revision'], ['1/2 passed', '0/2 passed'])
+        >>> figure.layout.annotations[0].text
+        '↩ regressed'
+    """
+    if not evaluations:
+        return _empty_figure("No grading pass yet")
+    labels = [pass_label(j) for j in range(len(evaluations))]
+    regressed = _regressed_by_pass(evaluations)
+    figure = go.Figure()
+    scores: list[float] = []
+    for result in dict.fromkeys(str(e.get("result", "")) for e in evaluations):
+        xs, ys, texts, hovers = [], [], [], []
+        for j, evaluation in enumerate(evaluations):
+            if str(evaluation.get("result", "")) != result:
+                continue
+            criteria = evaluation.get("criteria") or []
+            ok = sum(1 for c in criteria if c.get("passed"))
+            score = pass_score(evaluation)
+            lines = [
+                labels[j],
+                f"verdict: {plain(result)}",
+                f"score: {'n/a' if score is None else f'{score:.2f}'}",
+                f"criteria passed: {ok} / {len(criteria)}",
+                f"grader seconds: {float(evaluation.get('duration_s') or 0.0):.2f}",
+                f"grader attempts: {int(evaluation.get('grader_attempts') or 0)}",
+                f"grader tokens: {int(evaluation.get('grader_input_tokens') or 0)} in / "
+                f"{int(evaluation.get('grader_output_tokens') or 0)} out",
+            ]
+            if j in regressed:
+                names = "; ".join(plain(short_label(n)) for n in regressed[j])
+                lines.append(f"regressed: {names}")
+            xs.append(labels[j])
+            ys.append(0.0 if score is None else score)
+            texts.append(f"{ok}/{len(criteria)} passed" if criteria else plain(result))
+            hovers.append("<br>".join(lines))
+            scores.append(0.0 if score is None else score)
+        figure.add_bar(
+            x=xs,
+            y=ys,
+            name=plain(result),
+            text=texts,
+            textposition="inside",
+            insidetextanchor="end",
+            hovertext=hovers,
+            hoverinfo="text",
+            marker_color=_RESULT_COLORS.get(result, _UNKNOWN_COLOR),
+        )
+    for j, regressed_names in sorted(regressed.items()):
+        figure.add_annotation(
+            x=labels[j],
+            y=pass_score(evaluations[j]) or 0.0,
+            text="↩ regressed",
+            hovertext="regressed: " + "; ".join(plain(short_label(n)) for n in regressed_names),
+            showarrow=True,
+            arrowhead=2,
+            ay=-28,
+            font={"color": "#c62828"},
+        )
+    figure.update_layout(
+        height=300,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"title": "grading pass", "categoryorder": "array", "categoryarray": labels},
+        yaxis={"title": "score", "range": [0, 1.18], "tickformat": ".0%"},
+        legend_title_text="verdict",
+        title="Score per pass (hover for grader seconds)",
     )
     return figure
 
@@ -248,3 +348,48 @@ def iterations_histogram(iterations: Sequence[int]) -> go.Figure:
         title="Iterations to satisfied",
     )
     return figure
+
+
+def score_histogram(scores: Sequence[float]) -> go.Figure:
+    """The distribution of run scores in a batch: ten bins over [0, 1], mean marked.
+
+    Examples:
+        >>> score_histogram([0.5, 1.0]).layout.title.text
+        'Score distribution (mean 0.75)'
+    """
+    if not scores:
+        return _empty_figure("No scored run yet")
+    mean = sum(scores) / len(scores)
+    figure = go.Figure(
+        go.Histogram(
+            x=list(scores), xbins={"start": 0, "end": 1.0001, "size": 0.1}, marker_color="#1565c0"
+        )
+    )
+    figure.add_vline(x=mean, line_dash="dash", line_color="#c62828")
+    figure.update_layout(
+        height=260,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": "score", "range": [0, 1]},
+        yaxis={"title": "runs"},
+        title=f"Score distribution (mean {mean:.2f})",
+        bargap=0.05,
+    )
+    return figure
+
+
+def score_bins(scores: Sequence[float], bins: int = 10) -> list[dict[str, Any]]:
+    """Runs per score band, for a bar chart of a batch's score distribution.
+
+    Examples:
+        >>> [row["runs"] for row in score_bins([0.05, 0.5, 1.0], bins=4)]
+        [1, 0, 1, 1]
+        >>> score_bins([0.05], bins=2)[0]["score"]
+        '0.0–0.5'
+    """
+    counts = [0] * bins
+    for score in scores:
+        counts[min(bins - 1, max(0, int(float(score) * bins)))] += 1
+    return [
+        {"score": f"{i / bins:.1f}–{(i + 1) / bins:.1f}", "runs": count}
+        for i, count in enumerate(counts)
+    ]

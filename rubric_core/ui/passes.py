@@ -6,6 +6,8 @@ import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rubric_core.rubric import CriterionSpec
+from rubric_core.scoring import score_pass
 from rubric_core.ui.format import rounded
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "flipped_criteria",
     "pass_details",
     "pass_label",
+    "pass_score",
 ]
 
 Evaluation = Mapping[str, Any]
@@ -32,6 +35,32 @@ def pass_label(index: int) -> str:
         'Pass 1'
     """
     return f"Pass {index + 1}"
+
+
+def pass_score(evaluation: Evaluation) -> float | None:
+    """A pass's score: the stored one, else one computed from its verdicts' weights.
+
+    Passes recorded before scores existed have no `score`; their verdicts read back with
+    a `weight` when it is not 1, so the same formula applies (`rubric_core.score_pass`).
+    A pass without verdicts (a grader error) has no score.
+
+    Examples:
+        >>> pass_score({"score": 0.25, "criteria": []})
+        0.25
+        >>> pass_score({"criteria": [{"name": "a", "passed": True, "weight": 3},
+        ...                          {"name": "b", "passed": False}]})
+        0.75
+        >>> pass_score({"criteria": []}) is None
+        True
+    """
+    score = evaluation.get("score")
+    if score is not None:
+        return float(score)
+    criteria = evaluation.get("criteria") or []
+    if not criteria:
+        return None
+    specs = [CriterionSpec(str(c["name"]), int(c.get("weight") or 1)) for c in criteria]
+    return score_pass(specs, criteria)
 
 
 def pass_details(evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
@@ -57,6 +86,11 @@ def pass_details(evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
                 "duration_s": rounded(evaluation.get("duration_s")),
                 "grader_tokens": int(evaluation.get("grader_input_tokens") or 0)
                 + int(evaluation.get("grader_output_tokens") or 0),
+                "score": pass_score(evaluation),
+                "regressions": [
+                    f"{r['name']} (passed in pass {r['passed_in']})"
+                    for r in evaluation.get("regressions") or []
+                ],
             }
         )
     return details

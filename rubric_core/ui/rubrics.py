@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rubric_core.rubric import CriterionSpec, RubricError, parse_criteria
 from rubric_core.ui.format import format_timestamp
 from rubric_core.ui.passes import draft_diff
 
 __all__ = [
     "RUBRIC_TEMPLATES",
     "criteria_changes",
+    "criteria_preview",
     "parse_tags",
     "scenario_templates",
     "version_diff",
@@ -117,3 +119,50 @@ def scenario_templates(scenarios: Iterable[Mapping[str, Any]]) -> dict[str, str]
         for s in scenarios
         if s.get("rubric")
     }
+
+
+def _marks(criterion: CriterionSpec) -> str:
+    marks = []
+    if criterion.penalty:
+        marks.append(f"penalty {criterion.weight}")
+    elif criterion.weight != 1:
+        marks.append(f"weight {criterion.weight}")
+    if criterion.check is not None:
+        marks.append(f"⚙ {criterion.check}")
+    return "".join(f"  · {mark}" for mark in marks)
+
+
+def criteria_preview(text: str) -> tuple[list[dict[str, Any]], str | None]:
+    """What the Rubrics page shows as you type: one row per criterion, or the error.
+
+    Each row has `#`, `criterion`, `weight` (`-5 (penalty)` for a penalty), `check`
+    (the code check that decides it, `judge` when the grader does) and `marks`, the
+    suffix the page prints after the name: empty for a judged criterion of weight 1.
+    A malformed line gives no rows and the error naming it.
+
+    Examples:
+        >>> rows, error = criteria_preview("- [3] Cites the date\\n- Three lines {lines == 3}")
+        >>> [(r["weight"], r["check"]) for r in rows], error
+        ([('3', 'judge'), ('1', '⚙ {lines == 3}')], None)
+        >>> [r["marks"] for r in rows]
+        ['  · weight 3', '  · ⚙ {lines == 3}']
+        >>> criteria_preview("- [0] Nothing")[1]
+        "line 1 ('- [0] Nothing'): weight [0] counts for nothing; use 1 to 100, or -1 to -100 for a penalty"
+    """
+    try:
+        criteria = parse_criteria(text)
+    except RubricError as exc:
+        return [], str(exc)
+    rows = [
+        {
+            "#": number,
+            "criterion": criterion.name,
+            "weight": f"{criterion.weight} (penalty)"
+            if criterion.penalty
+            else str(criterion.weight),
+            "check": f"⚙ {criterion.check}" if criterion.check is not None else "judge",
+            "marks": _marks(criterion),
+        }
+        for number, criterion in enumerate(criteria, start=1)
+    ]
+    return rows, None

@@ -29,7 +29,8 @@ _RUN_COLUMNS = """
     r.agent_system_prompt, r.grader_system_prompt, r.thread_id, r.batch_id, r.status,
     r.iterations, r.last_result, r.started_at, r.finished_at, r.duration_s, r.final_output,
     r.error, r.agent_input_tokens, r.agent_output_tokens, r.grader_input_tokens,
-    r.grader_output_tokens, r.pid, r.host
+    r.grader_output_tokens, r.pid, r.host, r.keep, r.score, r.best_iteration,
+    r.regression_count
 """
 _RUN_FROM = """
     FROM runs r
@@ -296,9 +297,21 @@ class SQLiteBackend:
             )
             conn.execute("DELETE FROM criterion_results WHERE evaluation_id = ?", (evaluation_id,))
             conn.executemany(
-                "INSERT INTO criterion_results "
-                "(evaluation_id, position, run_id, criterion, passed, gap) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO criterion_results (evaluation_id, position, run_id, criterion, "
+                "passed, gap, weight, checked_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(evaluation_id, row.position, run_id, *row[1:]) for row in criteria],
+            )
+            # The run's score is its latest pass's until finish_run says which draft it kept.
+            conn.execute(
+                """
+                UPDATE runs SET
+                    regression_count = (SELECT COALESCE(SUM(regression_count), 0)
+                                        FROM evaluations WHERE run_id = ?1),
+                    score = (SELECT score FROM evaluations WHERE run_id = ?1
+                             ORDER BY started_at DESC, id DESC LIMIT 1)
+                WHERE id = ?1
+                """,
+                (run_id,),
             )
             conn.execute(
                 """
@@ -447,16 +460,19 @@ class SQLiteBackend:
         self._known_run(run_id)
         evaluations = self.connections.query(
             "SELECT id, run_id, grading_run_id, iteration, result, status, explanation, draft, "
-            "started_at, duration_s, grader_attempts, grader_input_tokens, grader_output_tokens "
+            "started_at, duration_s, grader_attempts, grader_input_tokens, grader_output_tokens, "
+            "score, regressions "
             "FROM evaluations WHERE run_id = ? ORDER BY started_at, id",
             (run_id,),
         )
         by_id: dict[int, dict[str, Any]] = {}
         for evaluation in evaluations:
             evaluation["criteria"] = []
+            evaluation["regressions"] = json.loads(evaluation["regressions"] or "[]")
             by_id[evaluation["id"]] = evaluation
         criteria = self.connections.query(
-            "SELECT evaluation_id, criterion, passed, gap FROM criterion_results "
+            "SELECT evaluation_id, criterion, passed, gap, weight, checked_by "
+            "FROM criterion_results "
             "WHERE evaluation_id IN (SELECT id FROM evaluations WHERE run_id = ?) "
             "ORDER BY evaluation_id, position",
             (run_id,),
@@ -465,6 +481,12 @@ class SQLiteBackend:
             verdict: dict[str, Any] = {"name": row["criterion"], "passed": bool(row["passed"])}
             if row["gap"] is not None:
                 verdict["gap"] = row["gap"]
+            # Only what differs from a plain judged criterion of weight 1, so verdicts
+            # read back as the middleware gave them.
+            if row["checked_by"] is not None:
+                verdict["checked_by"] = row["checked_by"]
+            if row["weight"] != 1:
+                verdict["weight"] = row["weight"]
             by_id[row["evaluation_id"]]["criteria"].append(verdict)
         return evaluations
 

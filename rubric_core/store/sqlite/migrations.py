@@ -155,6 +155,25 @@ def _m0005_runs_status_within_rubric(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0006_scores_checks_keep")
+def _m0006_scores(db: Database) -> None:
+    # Issue 10: weighted scores per pass, regressions, code-checked criteria, keep last/best.
+    # Plain ADD COLUMNs, valid SQL on PostgreSQL too.
+    db.executescript(
+        """
+        ALTER TABLE evaluations ADD COLUMN score REAL;
+        ALTER TABLE evaluations ADD COLUMN regressions TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE evaluations ADD COLUMN regression_count INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE criterion_results ADD COLUMN weight INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE criterion_results ADD COLUMN checked_by TEXT;
+        ALTER TABLE runs ADD COLUMN keep TEXT NOT NULL DEFAULT 'last';
+        ALTER TABLE runs ADD COLUMN score REAL;
+        ALTER TABLE runs ADD COLUMN best_iteration INTEGER;
+        ALTER TABLE runs ADD COLUMN regression_count INTEGER NOT NULL DEFAULT 0;
+        """
+    )
+
+
 def apply_migrations(db: Database) -> None:
     """Apply every pending migration; a race with another process migrating is retried once."""
     for attempt in range(2):

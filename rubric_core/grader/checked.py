@@ -1,0 +1,106 @@
+"""Criteria decided by code checks, merged with the judge's verdicts in rubric order.
+
+A pass runs the rubric's code checks first (`rubric_core.tools.checks`), then asks the
+judge about the remaining criteria only, showing it the checked outcomes as evidence.
+`merge_outcome` puts both back together under the rubric's order and re-derives the
+pass's verdict from all of them: the judge cannot call a pass `satisfied` when a check
+failed. A rubric made only of checked criteria needs no judge: `checks_only_outcome`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rubric_core.grader.subagent import GraderOutcome
+from rubric_core.schema import Criterion, GraderResponse
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from rubric_core.rubric import CriterionSpec
+    from rubric_core.schema import CriterionVerdict, GraderVerdict
+
+__all__ = ["checks_only_outcome", "judged_names", "merge_outcome"]
+
+
+def judged_names(criteria: Sequence[CriterionSpec]) -> list[str]:
+    """The names of the criteria the judge decides (those without a code check).
+
+    Examples:
+        >>> from rubric_core.rubric import parse_criteria
+        >>> judged_names(parse_criteria("- Mentions rain\\n- Three lines {lines == 3}"))
+        ['Mentions rain']
+    """
+    return [criterion.name for criterion in criteria if criterion.check is None]
+
+
+def _explain(verdicts: Sequence[CriterionVerdict]) -> str:
+    failing = [v["name"] for v in verdicts if not v["passed"]]
+    if not failing:
+        return f"All {len(verdicts)} code-checked criteria passed."
+    return f"Code checks failed {len(failing)} of {len(verdicts)} criteria: " + "; ".join(failing)
+
+
+def _response(verdicts: Sequence[CriterionVerdict], explanation: str) -> GraderResponse:
+    result: GraderVerdict = "satisfied" if all(v["passed"] for v in verdicts) else "needs_revision"
+    return GraderResponse(
+        criteria=[
+            Criterion(
+                name=v["name"],
+                evidence=v.get("evidence", ""),
+                passed=v["passed"],
+                gap=v.get("gap") or (None if v["passed"] else "not met"),
+            )
+            for v in verdicts
+        ],
+        explanation=explanation,
+        result=result,
+    )
+
+
+def checks_only_outcome(checked: Mapping[str, CriterionVerdict]) -> GraderOutcome:
+    """The pass's outcome when code checks decided every criterion (no judge called).
+
+    Examples:
+        >>> outcome = checks_only_outcome({"three lines": {"name": "three lines",
+        ...     "passed": False, "checked_by": "code", "gap": "2 lines; needs exactly 3"}})
+        >>> outcome.response.result, outcome.explanation
+        ('needs_revision', 'Code checks failed 1 of 1 criteria: three lines')
+    """
+    verdicts = list(checked.values())
+    explanation = _explain(verdicts)
+    return GraderOutcome(
+        response=_response(verdicts, explanation), criteria=verdicts, explanation=explanation
+    )
+
+
+def merge_outcome(
+    criteria: Sequence[CriterionSpec],
+    checked: Mapping[str, CriterionVerdict],
+    judged: GraderOutcome,
+) -> GraderOutcome:
+    """The judge's outcome with the checked verdicts put back, all in rubric order.
+
+    The pass is `satisfied` only if every criterion, checked or judged, passed; a
+    `failed` verdict (the rubric cannot be evaluated) stands as the judge gave it.
+    Judged verdicts the rubric does not name (none, normally) keep their place after.
+    """
+    if not checked:
+        return judged
+    by_name = {v["name"]: v for v in judged.criteria}
+    merged: list[CriterionVerdict] = []
+    for criterion in criteria:
+        verdict = checked.get(criterion.name) or by_name.pop(criterion.name, None)
+        if verdict is not None:
+            merged.append(verdict)
+    merged.extend(by_name.values())
+    response = judged.response
+    if response.result != "failed":
+        result = "satisfied" if all(v["passed"] for v in merged) else "needs_revision"
+        response = response.model_copy(update={"result": result})
+    explanation = judged.explanation
+    failed_checks = [v for v in checked.values() if not v["passed"]]
+    if failed_checks:
+        note = _explain(list(checked.values()))
+        explanation = f"{explanation} ({note})" if explanation else note
+    return GraderOutcome(response=response, criteria=merged, explanation=explanation)
