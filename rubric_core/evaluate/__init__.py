@@ -1,0 +1,44 @@
+"""Knowing when the judge is right: labels, agreement, panels, consistency, comparison.
+
+Pure functions over plain dicts and lists (no store, no Streamlit, no LangChain): the
+store, runners, CLI and pages feed them verdicts and show what they return, and
+`json.dumps` takes every result as it is. A verdict is `True` (pass), `False` (fail)
+or `None` (insufficient evidence: the grader could not verify it), which is never a
+pass and is always counted apart from a judged failure.
+
+Examples:
+    >>> from rubric_core.evaluate import agreement_report, pair_up
+    >>> judge = {1: {"has a title": True}, 2: {"has a title": True}}
+    >>> human = {1: {"has a title": True}, 2: {"has a title": False}}
+    >>> agreement_report(pair_up(judge, human))["criteria"][0]["false_pass"]
+    1
+"""
+
+from __future__ import annotations
+
+from rubric_core.evaluate._errors import EvaluationError
+from rubric_core.evaluate._verdicts import ItemId, Value, Verdict, verdict_value
+from rubric_core.evaluate.agreement import (
+    AgreementReport,
+    CriterionAgreement,
+    Disagreement,
+    OverallAgreement,
+    Pair,
+    agreement_report,
+    pair_up,
+)
+
+__all__ = [
+    "AgreementReport",
+    "CriterionAgreement",
+    "Disagreement",
+    "EvaluationError",
+    "ItemId",
+    "OverallAgreement",
+    "Pair",
+    "Value",
+    "Verdict",
+    "agreement_report",
+    "pair_up",
+    "verdict_value",
+]
