@@ -27,6 +27,7 @@ from rubric_core.evaluate.agreement import (
     agreement_report,
     pair_up,
 )
+from rubric_core.evaluate.panel import JudgeVote, PanelCriterion, PanelResult, combine_panel
 
 __all__ = [
     "AgreementReport",
@@ -34,11 +35,15 @@ __all__ = [
     "Disagreement",
     "EvaluationError",
     "ItemId",
+    "JudgeVote",
     "OverallAgreement",
     "Pair",
+    "PanelCriterion",
+    "PanelResult",
     "Value",
     "Verdict",
     "agreement_report",
+    "combine_panel",
     "pair_up",
     "verdict_value",
 ]
