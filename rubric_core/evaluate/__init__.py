@@ -27,11 +27,19 @@ from rubric_core.evaluate.agreement import (
     agreement_report,
     pair_up,
 )
+from rubric_core.evaluate.consistency import (
+    ConsistencyReport,
+    CriterionConsistency,
+    consistency_report,
+    flip_rate,
+)
 from rubric_core.evaluate.panel import JudgeVote, PanelCriterion, PanelResult, combine_panel
 
 __all__ = [
     "AgreementReport",
+    "ConsistencyReport",
     "CriterionAgreement",
+    "CriterionConsistency",
     "Disagreement",
     "EvaluationError",
     "ItemId",
@@ -44,6 +52,8 @@ __all__ = [
     "Verdict",
     "agreement_report",
     "combine_panel",
+    "consistency_report",
+    "flip_rate",
     "pair_up",
     "verdict_value",
 ]
