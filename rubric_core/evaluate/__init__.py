@@ -27,6 +27,12 @@ from rubric_core.evaluate.agreement import (
     agreement_report,
     pair_up,
 )
+from rubric_core.evaluate.compare import (
+    Comparison,
+    CriterionComparison,
+    MatrixRow,
+    compare_experiments,
+)
 from rubric_core.evaluate.consistency import (
     ConsistencyReport,
     CriterionConsistency,
@@ -37,13 +43,16 @@ from rubric_core.evaluate.panel import JudgeVote, PanelCriterion, PanelResult, c
 
 __all__ = [
     "AgreementReport",
+    "Comparison",
     "ConsistencyReport",
     "CriterionAgreement",
+    "CriterionComparison",
     "CriterionConsistency",
     "Disagreement",
     "EvaluationError",
     "ItemId",
     "JudgeVote",
+    "MatrixRow",
     "OverallAgreement",
     "Pair",
     "PanelCriterion",
@@ -52,6 +61,7 @@ __all__ = [
     "Verdict",
     "agreement_report",
     "combine_panel",
+    "compare_experiments",
     "consistency_report",
     "flip_rate",
     "pair_up",
