@@ -16,7 +16,7 @@ Examples:
 
 from __future__ import annotations
 
-from rubric_core.evaluate._errors import EvaluationError
+from rubric_core.evaluate._errors import EvaluationError, LabelError
 from rubric_core.evaluate._verdicts import ItemId, Value, Verdict, verdict_value
 from rubric_core.evaluate.agreement import (
     AgreementReport,
@@ -39,9 +39,22 @@ from rubric_core.evaluate.consistency import (
     consistency_report,
     flip_rate,
 )
+from rubric_core.evaluate.labels import (
+    FAIL_WORDS,
+    LABEL_COLUMNS,
+    PASS_WORDS,
+    LabelRow,
+    check_label_criteria,
+    parse_dataset_labels,
+    parse_human_passed,
+    parse_labels_csv,
+)
 from rubric_core.evaluate.panel import JudgeVote, PanelCriterion, PanelResult, combine_panel
 
 __all__ = [
+    "FAIL_WORDS",
+    "LABEL_COLUMNS",
+    "PASS_WORDS",
     "AgreementReport",
     "Comparison",
     "ConsistencyReport",
@@ -52,6 +65,8 @@ __all__ = [
     "EvaluationError",
     "ItemId",
     "JudgeVote",
+    "LabelError",
+    "LabelRow",
     "MatrixRow",
     "OverallAgreement",
     "Pair",
@@ -60,10 +75,14 @@ __all__ = [
     "Value",
     "Verdict",
     "agreement_report",
+    "check_label_criteria",
     "combine_panel",
     "compare_experiments",
     "consistency_report",
     "flip_rate",
     "pair_up",
+    "parse_dataset_labels",
+    "parse_human_passed",
+    "parse_labels_csv",
     "verdict_value",
 ]
