@@ -238,8 +238,7 @@ def agreement_report(
     for p in checked:
         by_name[p.criterion].append(p)
     rows: list[CriterionAgreement] = [
-        {"name": name, **_figures(group)}
-        for name, group in by_name.items()
+        {"name": name, **_figures(group)} for name, group in by_name.items()
     ]
     return {
         "overall": _figures(checked),

@@ -174,10 +174,7 @@ def compare_experiments(
         by_name[row["criterion"]].append(row)
     return {
         "overall": _rates(rows),
-        "criteria": [
-            {"name": name, **_rates(group)}
-            for name, group in by_name.items()
-        ],
+        "criteria": [{"name": name, **_rates(group)} for name, group in by_name.items()],
         "rows": rows,
         "flips": [row for row in rows if row["change"] != "same"],
         "only_in_a": [item_id for item_id in a if item_id not in b],
