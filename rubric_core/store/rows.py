@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,8 @@ class CriterionRow(NamedTuple):
     criterion: str
     passed: bool
     gap: str | None
+    insufficient: bool = False
+    """The grader could not verify it (then `passed` is `False`)."""
 
 
 def message_row(run_id: int, position: int, message: object) -> MessageRow:
@@ -115,7 +118,14 @@ def _criterion_rows(criteria: object) -> list[CriterionRow]:
         if gap is not None and not isinstance(gap, str):
             msg = f"{where} ({name!r}) gap must be a string"
             raise StoreError(msg, kind="invalid")
-        rows.append(CriterionRow(position, name.strip(), passed, gap or None))
+        insufficient = verdict.get("insufficient", False)
+        if not isinstance(insufficient, bool) or (insufficient and passed):
+            msg = (
+                f"{where} ({name!r}) insufficient must be true or false, and never true "
+                f"on a pass, got {insufficient!r}"
+            )
+            raise StoreError(msg, kind="invalid")
+        rows.append(CriterionRow(position, name.strip(), passed, gap or None, insufficient))
     return rows
 
 
@@ -160,4 +170,10 @@ def evaluation_row(evaluation: object) -> tuple[dict[str, Any], list[CriterionRo
         "grader_input_tokens": _count(evaluation, "grader_input_tokens"),
         "grader_output_tokens": _count(evaluation, "grader_output_tokens"),
     }
+    judges = evaluation.get("judges")
+    if judges is not None:
+        if isinstance(judges, str | bytes) or not isinstance(judges, Sequence):
+            msg = f"evaluation judges must be a list of judge verdicts, got {judges!r}"
+            raise StoreError(msg, kind="invalid")
+        values["judges"] = json.dumps(list(judges), ensure_ascii=False, default=str)
     return values, _criterion_rows(evaluation["criteria"])

@@ -296,8 +296,8 @@ class SQLiteBackend:
             )
             conn.execute("DELETE FROM criterion_results WHERE evaluation_id = ?", (evaluation_id,))
             conn.executemany(
-                "INSERT INTO criterion_results "
-                "(evaluation_id, position, run_id, criterion, passed, gap) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO criterion_results (evaluation_id, position, run_id, criterion, "
+                "passed, gap, insufficient) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(evaluation_id, row.position, run_id, *row[1:]) for row in criteria],
             )
             conn.execute(
@@ -447,16 +447,19 @@ class SQLiteBackend:
         self._known_run(run_id)
         evaluations = self.connections.query(
             "SELECT id, run_id, grading_run_id, iteration, result, status, explanation, draft, "
-            "started_at, duration_s, grader_attempts, grader_input_tokens, grader_output_tokens "
-            "FROM evaluations WHERE run_id = ? ORDER BY started_at, id",
+            "started_at, duration_s, grader_attempts, grader_input_tokens, grader_output_tokens, "
+            "judges FROM evaluations WHERE run_id = ? ORDER BY started_at, id",
             (run_id,),
         )
         by_id: dict[int, dict[str, Any]] = {}
         for evaluation in evaluations:
             evaluation["criteria"] = []
+            judges = evaluation.pop("judges")
+            if judges is not None:
+                evaluation["judges"] = json.loads(judges)
             by_id[evaluation["id"]] = evaluation
         criteria = self.connections.query(
-            "SELECT evaluation_id, criterion, passed, gap FROM criterion_results "
+            "SELECT evaluation_id, criterion, passed, gap, insufficient FROM criterion_results "
             "WHERE evaluation_id IN (SELECT id FROM evaluations WHERE run_id = ?) "
             "ORDER BY evaluation_id, position",
             (run_id,),
@@ -465,6 +468,8 @@ class SQLiteBackend:
             verdict: dict[str, Any] = {"name": row["criterion"], "passed": bool(row["passed"])}
             if row["gap"] is not None:
                 verdict["gap"] = row["gap"]
+            if row["insufficient"]:
+                verdict["insufficient"] = True
             by_id[row["evaluation_id"]]["criteria"].append(verdict)
         return evaluations
 
