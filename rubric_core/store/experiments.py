@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rubric_core.evaluate import combine_panel
 from rubric_core.store.errors import StoreError
-from rubric_core.store.rows import evaluation_row
+from rubric_core.store.rows import evaluation_row, pass_run_id, stored_verdict
 from rubric_core.store.validation import optional_text, require_int, require_text
 
 if TYPE_CHECKING:
@@ -130,12 +130,7 @@ class ExperimentsMixin:
             ):
                 msg = f"unknown experiment {experiment_id}"
                 raise StoreError(msg, kind="invalid")
-            source = conn.execute(
-                "SELECT run_id FROM evaluations WHERE id = ?", (evaluation_id,)
-            ).fetchone()
-            if source is None:
-                msg = f"no grading pass has evaluation id {evaluation_id}"
-                raise StoreError(msg, kind="invalid")
+            source_run = pass_run_id(conn, evaluation_id)
             cursor = conn.execute(
                 "INSERT INTO experiment_items (experiment_id, evaluation_id, run_id, sample, "
                 "result, explanation, judges, started_at, duration_s, grader_attempts, "
@@ -150,7 +145,7 @@ class ExperimentsMixin:
                 (
                     experiment_id,
                     evaluation_id,
-                    source[0],
+                    source_run,
                     sample,
                     values["result"],
                     values["explanation"],
@@ -241,12 +236,7 @@ class ExperimentsMixin:
             (experiment_id,),
         )
         for row in rows:
-            verdict: dict[str, Any] = {"name": row["criterion"], "passed": bool(row["passed"])}
-            if row["gap"] is not None:
-                verdict["gap"] = row["gap"]
-            if row["insufficient"]:
-                verdict["insufficient"] = True
-            by_id[int(row["item_id"])]["criteria"].append(verdict)
+            by_id[int(row["item_id"])]["criteria"].append(stored_verdict(row))
         return items
 
     def experiment_verdicts(self, experiment_id: int) -> dict[int, list[dict[str, Any]]]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rubric_core.store.errors import StoreError
 from rubric_core.store.filters import RunFilters
+from rubric_core.store.rows import pass_run_id, stored_verdict
 from rubric_core.store.validation import require_int, require_text
 
 if TYPE_CHECKING:
@@ -61,12 +62,7 @@ def write_labels(db: Database, rows: Sequence[tuple[int, str, bool, str, str]]) 
     judged: dict[int, tuple[int, set[str]]] = {}
     for evaluation_id, criterion, passed, reviewer, note in rows:
         if evaluation_id not in judged:
-            found = conn.execute(
-                "SELECT run_id FROM evaluations WHERE id = ?", (evaluation_id,)
-            ).fetchone()
-            if found is None:
-                msg = f"no grading pass has evaluation id {evaluation_id}"
-                raise StoreError(msg, kind="invalid")
+            run_id = pass_run_id(conn, evaluation_id)
             names = {
                 r[0]
                 for r in conn.execute(
@@ -74,7 +70,7 @@ def write_labels(db: Database, rows: Sequence[tuple[int, str, bool, str, str]]) 
                     (evaluation_id,),
                 )
             }
-            judged[evaluation_id] = (int(found[0]), names)
+            judged[evaluation_id] = (run_id, names)
         run_id, names = judged[evaluation_id]
         if criterion not in names:
             listed = ", ".join(map(repr, sorted(names))) or "none"
@@ -283,10 +279,5 @@ class LabelsMixin:
                 chunk,
             )
             for row in rows:
-                verdict: dict[str, Any] = {"name": row["criterion"], "passed": bool(row["passed"])}
-                if row["gap"] is not None:
-                    verdict["gap"] = row["gap"]
-                if row["insufficient"]:
-                    verdict["insufficient"] = True
-                found.setdefault(int(row["evaluation_id"]), []).append(verdict)
+                found.setdefault(int(row["evaluation_id"]), []).append(stored_verdict(row))
         return found

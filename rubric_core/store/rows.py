@@ -13,7 +13,14 @@ from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES
 from rubric_core.store.errors import StoreError
 from rubric_core.store.validation import require_int, require_text
 
-__all__ = ["CriterionRow", "MessageRow", "evaluation_row", "message_row"]
+__all__ = [
+    "CriterionRow",
+    "MessageRow",
+    "evaluation_row",
+    "message_row",
+    "pass_run_id",
+    "stored_verdict",
+]
 
 _REQUIRED_EVALUATION_KEYS = ("grading_run_id", "iteration", "result", "status", "criteria")
 _MESSAGE_FIELDS = ("name", "content", "additional_kwargs", "tool_calls", "tool_call_id")
@@ -177,3 +184,31 @@ def evaluation_row(evaluation: object) -> tuple[dict[str, Any], list[CriterionRo
             raise StoreError(msg, kind="invalid")
         values["judges"] = json.dumps(list(judges), ensure_ascii=False, default=str)
     return values, _criterion_rows(evaluation["criteria"])
+
+
+def stored_verdict(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A criterion row read back (`criterion, passed, gap, insufficient`) as a verdict dict.
+
+    Examples:
+        >>> stored_verdict({"criterion": "a", "passed": 0, "gap": "?", "insufficient": 1})
+        {'name': 'a', 'passed': False, 'gap': '?', 'insufficient': True}
+    """
+    verdict: dict[str, Any] = {"name": row["criterion"], "passed": bool(row["passed"])}
+    if row["gap"] is not None:
+        verdict["gap"] = row["gap"]
+    if row["insufficient"]:
+        verdict["insufficient"] = True
+    return verdict
+
+
+def pass_run_id(conn: Any, evaluation_id: int) -> int:
+    """The run of stored pass `evaluation_id`, read inside a write job.
+
+    Raises:
+        StoreError: Of kind `invalid`: no pass has that id.
+    """
+    found = conn.execute("SELECT run_id FROM evaluations WHERE id = ?", (evaluation_id,)).fetchone()
+    if found is None:
+        msg = f"no grading pass has evaluation id {evaluation_id}"
+        raise StoreError(msg, kind="invalid")
+    return int(found[0])

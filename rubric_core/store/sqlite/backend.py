@@ -15,7 +15,7 @@ from sqlite_utils import Database
 from rubric_core.store.errors import unknown_rubric, unknown_run, unknown_version
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import Owner, pid_alive
-from rubric_core.store.rows import CriterionRow, MessageRow
+from rubric_core.store.rows import CriterionRow, MessageRow, stored_verdict
 from rubric_core.store.sqlite.connection import SQLiteConnections
 from rubric_core.store.sqlite.migrations import apply_migrations
 
@@ -465,12 +465,7 @@ class SQLiteBackend:
             (run_id,),
         )
         for row in criteria:
-            verdict: dict[str, Any] = {"name": row["criterion"], "passed": bool(row["passed"])}
-            if row["gap"] is not None:
-                verdict["gap"] = row["gap"]
-            if row["insufficient"]:
-                verdict["insufficient"] = True
-            by_id[row["evaluation_id"]]["criteria"].append(verdict)
+            by_id[row["evaluation_id"]]["criteria"].append(stored_verdict(row))
         return evaluations
 
     def transcript(self, run_id: int) -> list[dict[str, Any]]:
