@@ -7,6 +7,7 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -17,6 +18,7 @@ from rubric_core.ui import (
     ANY,
     MODEL_SOURCES,
     InputError,
+    batch_options,
     find_regressions,
     heatmap_figure,
     known_models,
@@ -351,3 +353,51 @@ def render_run_detail(store: Store, run_id: int, *, key: str) -> None:
         st.dataframe(run_spec_rows(run), hide_index=True)
         st.caption("Input")
         show_plain(run.get("input"))
+
+
+# ---------------------------------------------------------------- reviewing and grading
+
+
+REVIEWER_KEY = "reviewer_name"
+"""Session key of the reviewer's name: kept for the whole session, whichever page is open."""
+
+
+def reviewer_input(*, key: str) -> str:
+    """The reviewer's name, remembered in the session across pages (widget keys are not)."""
+
+    def _keep() -> None:
+        st.session_state[REVIEWER_KEY] = st.session_state[key].strip()
+
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get(REVIEWER_KEY, "")
+    st.text_input(
+        "Your name (reviewer)",
+        key=key,
+        on_change=_keep,
+        placeholder="e.g. ana",
+        help="Stored with every label you give; remembered while this browser tab is open.",
+    )
+    return str(st.session_state.get(key) or "").strip()
+
+
+def review_scope(store: Store, *, key: str) -> tuple[dict, RunFilters] | None:
+    """Pick a rubric version and, optionally, one batch of its runs; `None` if none is stored."""
+    version = rubric_version_picker(store, key=key)
+    if version is None:
+        return None
+    runs = store.list_runs(version_id=int(version["id"]), limit=500)
+    batches = batch_options(runs)
+    chosen = st.selectbox(
+        "Runs",
+        [ANY, *batches],
+        format_func=lambda b: "every run of this version" if b == ANY else f"batch {b}",
+        key=f"{key}_batch_{version['id']}",
+    )
+    filters = RunFilters(version_id=int(version["id"]), batch_id=None if chosen == ANY else chosen)
+    return version, filters
+
+
+@st.cache_resource(show_spinner=False)
+def regrade_jobs() -> dict[int, Any]:
+    """Re-grade jobs started in this process, by experiment id (progress is read from the store)."""
+    return {}

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from rubric_core.ui.format import format_timestamp
+
 __all__ = [
     "change_mark",
     "comparison_delta_rows",
@@ -16,6 +18,8 @@ __all__ = [
     "confusion_rows",
     "criterion_agreement_rows",
     "disagreement_label",
+    "experiment_label",
+    "experiment_rows",
     "format_delta",
     "format_kappa",
     "format_rate",
@@ -214,4 +218,56 @@ def comparison_matrix_rows(
     return [
         {"item": cells["item"], **{n: cells.get(n, "") for n in names}}
         for cells in by_item.values()
+    ]
+
+
+def experiment_label(experiment: Mapping[str, Any]) -> str:
+    """An experiment as a picker shows it: id, name, rubric version, grader, samples.
+
+    Examples:
+        >>> experiment_label({"id": 3, "name": "", "rubric": "haiku", "version": 2,
+        ...     "grader_model": "replay:haiku", "samples": 1, "items": 6, "status": "done"})
+        '#3 · haiku v2 · replay:haiku · 6 items'
+        >>> experiment_label({"id": 4, "name": "stricter", "rubric": "haiku", "version": 3,
+        ...     "grader_model": "m", "samples": 3, "items": 2, "status": "running"})
+        '#4 stricter · haiku v3 · m ×3 · 2 items · running'
+    """
+    name = f"#{experiment['id']}" + (f" {experiment['name']}" if experiment.get("name") else "")
+    grader = str(experiment.get("grader_model") or "?")
+    samples = int(experiment.get("samples") or 1)
+    if samples > 1:
+        grader += f" ×{samples}"
+    parts = [
+        name,
+        f"{experiment.get('rubric', '')} v{experiment.get('version', '?')}",
+        grader,
+        f"{int(experiment.get('items') or 0)} items",
+    ]
+    if experiment.get("status") not in (None, "done"):
+        parts.append(str(experiment["status"]))
+    return " · ".join(parts)
+
+
+def experiment_rows(experiments: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The experiments table: one row each, settings a person scans.
+
+    Examples:
+        >>> experiment_rows([{"id": 3, "name": "", "rubric": "haiku", "version": 2,
+        ...     "grader_model": "g", "samples": 1, "all_passes": False, "items": 6,
+        ...     "status": "done", "created_at": None}])[0]["rubric"]
+        'haiku v2'
+    """
+    return [
+        {
+            "id": e["id"],
+            "name": e.get("name") or "",
+            "rubric": f"{e.get('rubric', '')} v{e.get('version', '?')}",
+            "grader": e.get("grader_model") or "",
+            "samples": e.get("samples") or 1,
+            "passes": "every pass" if e.get("all_passes") else "final",
+            "items": e.get("items") or 0,
+            "status": e.get("status") or "",
+            "created": format_timestamp(e.get("created_at")),
+        }
+        for e in experiments
     ]

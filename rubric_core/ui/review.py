@@ -13,9 +13,13 @@ from typing import Any
 __all__ = [
     "HUMAN_CHOICES",
     "REVIEW_SHORTCUTS",
+    "batch_options",
     "choice_for",
     "chosen_labels",
+    "chosen_notes",
     "is_fully_labelled",
+    "judge_labels",
+    "labelled_ids",
     "next_unlabelled",
     "parse_id_param",
     "review_caption",
@@ -151,7 +155,8 @@ def review_rows(
 
     Args:
         criteria: The pass's verdicts `{name, passed, gap?, insufficient?}`.
-        labels: Human labels by criterion: `{human_passed, reviewer?, label_note?}`.
+        labels: Human labels by criterion: `{human_passed, reviewer?, note?}` (`Store.labels`
+            rows; `label_note` as the export names it is read too).
 
     Examples:
         >>> rows = review_rows(
@@ -176,7 +181,7 @@ def review_rows(
                 "gap": str(criterion.get("gap") or ""),
                 "human": choice_for(human),
                 "reviewer": label.get("reviewer"),
-                "note": label.get("label_note") or "",
+                "note": label.get("label_note") or label.get("note") or "",
                 "agrees": None if human is None or judged is None else bool(human) == judged,
             }
         )
@@ -194,3 +199,57 @@ def parse_id_param(value: Any) -> int | None:
         value = value[0] if value else None
     text = str(value or "").strip()
     return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def batch_options(runs: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The distinct batch ids of some runs, in the order first seen (newest runs first).
+
+    Examples:
+        >>> batch_options([{"batch_id": "b2"}, {"batch_id": None}, {"batch_id": "b1"},
+        ...                {"batch_id": "b2"}])
+        ['b2', 'b1']
+    """
+    return list(dict.fromkeys(str(r["batch_id"]) for r in runs if r.get("batch_id")))
+
+
+def judge_labels(criteria: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
+    """The judge's decided verdicts as labels ("agree with the judge"); insufficient left out.
+
+    Examples:
+        >>> judge_labels([{"name": "a", "passed": True},
+        ...               {"name": "b", "passed": False, "insufficient": True}])
+        {'a': True}
+    """
+    return {str(c["name"]): bool(c.get("passed")) for c in criteria if not c.get("insufficient")}
+
+
+def chosen_notes(notes: Mapping[str, str], labels: Mapping[str, bool]) -> dict[str, str]:
+    """The non-empty notes of the criteria being labelled, stripped.
+
+    Examples:
+        >>> chosen_notes({"a": " ok ", "b": "", "c": "x"}, {"a": True, "b": False})
+        {'a': 'ok'}
+    """
+    return {name: notes[name].strip() for name in labels if (notes.get(name) or "").strip()}
+
+
+def labelled_ids(items: Iterable[Mapping[str, Any]]) -> set[int]:
+    """The review items whose every judged criterion has a human label.
+
+    Examples:
+        >>> labelled_ids([
+        ...     {"evaluation_id": 1, "criteria": [{"name": "a"}], "labels": {"a": {"human_passed": True}}},
+        ...     {"evaluation_id": 2, "criteria": [{"name": "a"}], "labels": {}},
+        ... ])
+        {1}
+    """
+    done = set()
+    for item in items:
+        names = [str(c["name"]) for c in item.get("criteria") or []]
+        labels = {
+            name: (label.get("human_passed") if isinstance(label, Mapping) else label)
+            for name, label in (item.get("labels") or {}).items()
+        }
+        if is_fully_labelled(names, labels):
+            done.add(int(item["evaluation_id"]))
+    return done
