@@ -9,7 +9,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -19,7 +19,15 @@ from langchain.agents.middleware.types import (
 )
 from langgraph.errors import GraphBubbleUp
 
-from rubric_core.grader import Grader, GraderOutcome, GraderUsage, RetryPolicy, describe_exception
+from rubric_core.grader import (
+    Grader,
+    GraderOutcome,
+    GraderUsage,
+    Panel,
+    RetryPolicy,
+    describe_exception,
+    judge_name,
+)
 from rubric_core.messages import final_answer, grader_feedback_message
 from rubric_core.rubric import validate_rubric
 from rubric_core.schema import (
@@ -34,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import HumanMessage
+    from langchain_core.messages import BaseMessage, HumanMessage
     from langchain_core.tools import BaseTool
     from langgraph.runtime import Runtime
 
@@ -87,6 +95,8 @@ class _Pass:
     iteration: int
     started: float = field(default_factory=time.time)
     usage: GraderUsage = field(default_factory=GraderUsage)
+    looping: bool = True
+    """`False` for `grade_transcript`: one pass outside a loop, its status is its verdict."""
 
 
 def _check_max_iterations(value: object) -> int:
@@ -97,6 +107,32 @@ def _check_max_iterations(value: object) -> int:
         msg = f"max_iterations must be between 1 and {MAX_ITERATIONS_LIMIT}, got {value}"
         raise ValueError(msg)
     return value
+
+
+def _check_judges(
+    model: str | BaseChatModel | None,
+    panel: Sequence[str | BaseChatModel] | None,
+    samples: int,
+) -> list[str | BaseChatModel]:
+    """Every judge's model, a model sampled k times appearing k times."""
+    if isinstance(samples, bool) or not isinstance(samples, int):
+        msg = f"samples must be an int, got {samples!r}"
+        raise TypeError(msg)
+    if not 1 <= samples <= MAX_ITERATIONS_LIMIT:
+        msg = f"samples must be between 1 and {MAX_ITERATIONS_LIMIT}, got {samples}"
+        raise ValueError(msg)
+    if panel is not None:
+        if model:
+            msg = "give the grader as model or as panel, not both"
+            raise ValueError(msg)
+        if isinstance(panel, str) or not list(panel) or not all(panel):
+            msg = f"panel must be a non-empty list of grader models, got {panel!r}"
+            raise ValueError(msg)
+        return [judge for judge in panel for _ in range(samples)]
+    if not model:
+        msg = "model is required: a 'provider:model-id' string or a BaseChatModel"
+        raise ValueError(msg)
+    return [model] * samples
 
 
 def _run_coroutine_blocking(awaitable: Awaitable[Any]) -> None:
@@ -163,6 +199,17 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         retry_max_delay_s: Cap on any single backoff delay.
         transcript_budget_chars: Characters of transcript, besides the original request
             and the final answer (always sent whole), the grader is given.
+        panel: A judge panel instead of `model`: grader models (strings or
+            `BaseChatModel`s) that each grade every pass. Give `model` or `panel`.
+        samples: How many times each judge grades every pass (default 1). `model="m",
+            samples=3` samples one model three times; with `panel`, every judge k times.
+
+    With more than one judge (`panel`, or `samples` above 1) each criterion passes by
+    strict majority (`evaluate.combine_panel`): more than half of the judges pass it. A
+    tie is not a pass and its gap starts `judges split P-Q:`; the pass is `failed` only if
+    most judges say so. Each `RubricEvaluation` then carries `judges`: every judge's own
+    `{judge, result, explanation, criteria}`, in panel order. One judge (the default)
+    grades exactly as before, and its records have no `judges`.
 
     Raises:
         TypeError: `max_iterations` is not an int, or `on_evaluation` is not callable.
@@ -190,7 +237,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     def __init__(
         self,
         *,
-        model: str | BaseChatModel,
+        model: str | BaseChatModel | None = None,
         system_prompt: str | None = None,
         tools: Sequence[BaseTool] | None = None,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
@@ -199,11 +246,11 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         retry_initial_delay_s: float = 1.0,
         retry_max_delay_s: float = 30.0,
         transcript_budget_chars: int = _DEFAULT_TRANSCRIPT_BUDGET,
+        panel: Sequence[str | BaseChatModel] | None = None,
+        samples: int = 1,
     ) -> None:
         super().__init__()
-        if not model:
-            msg = "model is required: a 'provider:model-id' string or a BaseChatModel"
-            raise ValueError(msg)
+        judges = _check_judges(model, panel, samples)
         max_iterations = _check_max_iterations(max_iterations)
         if on_evaluation is not None and not callable(on_evaluation):
             msg = f"on_evaluation must be callable, got {type(on_evaluation).__name__}"
@@ -222,16 +269,25 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             raise ValueError(msg)
         self.max_iterations = max_iterations
         self.on_evaluation = on_evaluation
-        self.grader = Grader(
-            model,
-            system_prompt=system_prompt,
-            tools=list(tools or []),
-            retry=RetryPolicy(
-                attempts=retry_attempts,
-                initial_delay_s=retry_initial_delay_s,
-                max_delay_s=retry_max_delay_s,
-            ),
-            budget_chars=transcript_budget_chars,
+        retry = RetryPolicy(
+            attempts=retry_attempts,
+            initial_delay_s=retry_initial_delay_s,
+            max_delay_s=retry_max_delay_s,
+        )
+        graders = [
+            Grader(
+                judge,
+                system_prompt=system_prompt,
+                tools=list(tools or []),
+                retry=retry,
+                budget_chars=transcript_budget_chars,
+            )
+            for judge in judges
+        ]
+        self.grader: Grader | Panel = (
+            graders[0]
+            if len(graders) == 1
+            else Panel(graders=graders, names=[judge_name(j) for j in judges])
         )
 
     # -- hooks -------------------------------------------------------------------------
@@ -286,6 +342,57 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             await self._aguard(pending_callback)
         return self._update(evaluation)
 
+    # -- outside a loop ----------------------------------------------------------------
+
+    def grade_transcript(
+        self,
+        messages: Sequence[BaseMessage],
+        rubric: str,
+        *,
+        grading_run_id: str | None = None,
+        outcome: GraderOutcome | None = None,
+    ) -> RubricEvaluation:
+        """Grade a finished transcript once, outside any agent loop, as a pass of the loop.
+
+        The same grader, payload and record as `after_agent` (grade-only runs and re-grading
+        use it), but no revision follows: the record's `status` is the verdict itself.
+        `on_evaluation` is called as in the loop.
+
+        Args:
+            messages: The conversation to judge, e.g. `[HumanMessage(input), AIMessage(output)]`.
+            rubric: The rubric (validated as in the loop).
+            grading_run_id: The record's `grading_run_id` (a fresh uuid by default).
+            outcome: A verdict already given, by a person for instance
+                (`grader.outcome_from_verdicts`); the grader is then not called.
+
+        Returns:
+            The pass's `RubricEvaluation` (`grader_error` if the grader raised).
+        """
+        graded = _Pass(
+            rubric=rubric,
+            criteria=validate_rubric(rubric),
+            run_id=grading_run_id or str(uuid.uuid4()),
+            iteration=0,
+            looping=False,
+        )
+        judged: GraderOutcome | Exception
+        if outcome is not None:
+            judged = outcome
+        else:
+            try:
+                judged = self.grader.grade(
+                    graded.rubric, graded.criteria, messages, 0, graded.usage
+                )
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                judged = exc
+        state = cast("RubricState", {"messages": list(messages)})
+        evaluation, pending_callback = self._conclude(state, None, graded, judged)
+        if pending_callback is not None:
+            self._guard(_run_coroutine_blocking, pending_callback)
+        return evaluation
+
     # -- shared logic ------------------------------------------------------------------
 
     @staticmethod
@@ -327,8 +434,8 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         )
         return graded
 
-    def _status_after(self, result: GraderVerdict, iteration: int) -> RubricStatus:
-        if result == "needs_revision" and iteration + 1 >= self.max_iterations:
+    def _status_after(self, result: GraderVerdict, iteration: int, looping: bool) -> RubricStatus:
+        if looping and result == "needs_revision" and iteration + 1 >= self.max_iterations:
             logger.info("rubric not met after %d grading passes", self.max_iterations)
             return "max_iterations_reached"
         return result
@@ -336,7 +443,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     def _conclude(
         self,
         state: RubricState,
-        runtime: Runtime[Any],
+        runtime: Runtime[Any] | None,
         graded: _Pass,
         outcome: GraderOutcome | Exception,
     ) -> tuple[RubricEvaluation, Awaitable[Any] | None]:
@@ -355,7 +462,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             explanation, criteria = describe_exception(outcome), []
         else:
             result = outcome.response.result
-            status = self._status_after(result, graded.iteration)
+            status = self._status_after(result, graded.iteration, graded.looping)
             explanation, criteria = outcome.explanation, outcome.criteria
         evaluation: RubricEvaluation = {
             "grading_run_id": graded.run_id,
@@ -371,6 +478,8 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             "grader_input_tokens": graded.usage.input_tokens,
             "grader_output_tokens": graded.usage.output_tokens,
         }
+        if not isinstance(outcome, Exception) and outcome.judges is not None:
+            evaluation["judges"] = outcome.judges
         self._emit_end(runtime, evaluation)
         callback_result = self._call_back(evaluation)
         return evaluation, callback_result if inspect.isawaitable(callback_result) else None
@@ -412,7 +521,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         return self._guard(self.on_evaluation, dict(evaluation))
 
     @staticmethod
-    def _emit(runtime: Runtime[Any], payload: dict[str, Any]) -> None:
+    def _emit(runtime: Runtime[Any] | None, payload: dict[str, Any]) -> None:
         writer = getattr(runtime, "stream_writer", None)
         if writer is None:
             return
@@ -421,7 +530,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         except Exception:
             logger.debug("custom stream writer raised; event dropped", exc_info=True)
 
-    def _emit_end(self, runtime: Runtime[Any], evaluation: RubricEvaluation) -> None:
+    def _emit_end(self, runtime: Runtime[Any] | None, evaluation: RubricEvaluation) -> None:
         self._emit(
             runtime,
             {
