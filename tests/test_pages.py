@@ -463,3 +463,113 @@ def test_locked_database_is_explained_when_saving(app: AppTest, db_path: Path) -
         blocker.rollback()
         blocker.close()
     assert os.path.exists(db_path)
+
+
+# ---------------------------------------------------------------- Review, Agreement, Experiments
+
+
+def _seed_graded(
+    db_path: Path,
+    make_evaluation: Callable[..., dict[str, Any]],
+    verdicts: list[list[tuple[str, bool] | tuple[str, bool, str]]],
+    *,
+    batch_id: str = "batch-seeded",
+) -> list[int]:
+    """Graded runs (no agent) with one pass each; returns the evaluation ids."""
+    store = Store(db_path)
+    try:
+        version = store.save_rubric_version("essay", "- has a title\n- cites a source")
+        ids = []
+        for number, pass_verdicts in enumerate(verdicts, start=1):
+            run_id = store.create_run(
+                rubric_version_id=version["id"], input=f"request {number}", agent_model="",
+                grader_model="replay:x", max_iterations=1, agent_kind="graded", batch_id=batch_id,
+            )  # fmt: skip
+            ids.append(
+                store.record_evaluation(
+                    run_id, make_evaluation(verdicts=pass_verdicts, draft=f"draft {number}")
+                )
+            )
+            store.finish_run(run_id, status="satisfied", final_output=f"draft {number}")
+        return ids
+    finally:
+        store.close()
+
+
+def _review_open(app: AppTest, reviewer: str = "ana") -> None:
+    _page(app, "review")
+    app.selectbox(key="review_rubric").set_value("essay").run()
+    app.text_input(key="review_reviewer").input(reviewer).run()
+
+
+def test_review_labels_a_pass_and_moves_to_the_next_unlabelled(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    fail = ("cites a source", False, "no source")
+    ids = _seed_graded(db_path, make_evaluation, [[("has a title", True), fail]] * 3)
+    _review_open(app)
+    _no_exception(app)
+    assert any("Pass 1 of 3 · 0 of 3 labelled" in c.value for c in app.caption)
+    assert "request 1" in [c.value for c in app.code]
+    assert any("Judge: fail — no source" in c.value for c in app.caption)
+    app.radio(key=f"review_{ids[0]}_0").set_value("pass")
+    app.radio(key=f"review_{ids[0]}_1").set_value("pass")
+    app.text_input(key=f"review_{ids[0]}_1_note").input("the link is in the footer")
+    app.button(key="review_save").click().run()
+    _no_exception(app)
+    assert any(f"Saved 2 label(s) on pass #{ids[0]} as ana" in s.value for s in app.success)
+    assert app.query_params["pass"] == [str(ids[1])] or app.query_params["pass"] == str(ids[1])
+    assert any("Pass 2 of 3 · 1 of 3 labelled" in c.value for c in app.caption)
+
+    app.button(key="review_agree").click().run()  # agree with the judge on pass 2
+    with Store(db_path) as store:
+        labels = store.labels_for(ids)
+    assert {k: v["human_passed"] for k, v in labels[ids[0]].items()} == {
+        "has a title": True,
+        "cites a source": True,
+    }
+    assert labels[ids[0]]["cites a source"]["label_note"] == "the link is in the footer"
+    assert labels[ids[0]]["cites a source"]["reviewer"] == "ana"
+    assert {k: v["human_passed"] for k, v in labels[ids[1]].items()} == {
+        "has a title": True,
+        "cites a source": False,
+    }
+
+    # Labels can be changed: back to pass 1, flip a verdict, save.
+    app.button(key="review_back").click().run()
+    app.button(key="review_back").click().run()
+    assert app.radio(key=f"review_{ids[0]}_1").value == "pass"
+    app.radio(key=f"review_{ids[0]}_1").set_value("fail")
+    app.button(key="review_save").click().run()
+    with Store(db_path) as store:
+        assert store.labels_for([ids[0]])[ids[0]]["cites a source"]["human_passed"] is False
+
+
+def test_review_without_a_name_does_not_save(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    _seed_graded(db_path, make_evaluation, [[("has a title", True), ("cites a source", True)]])
+    _page(app, "review")
+    app.selectbox(key="review_rubric").set_value("essay").run()
+    _no_exception(app)
+    assert app.button(key="review_save").disabled
+    assert any("Type your name" in c.value for c in app.caption)
+
+
+def test_review_opens_the_pass_named_in_the_url(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    ids = _seed_graded(db_path, make_evaluation, [[("has a title", True)]] * 3)
+    app.query_params["pass"] = str(ids[2])
+    _review_open(app)
+    assert any("Pass 3 of 3" in c.value for c in app.caption)
+    assert "request 3" in [c.value for c in app.code]
+
+
+def test_review_without_passes_says_what_to_do(app: AppTest, db_path: Path) -> None:
+    with Store(db_path) as store:
+        store.save_rubric_version("essay", "- has a title")
+    app.run()
+    _page(app, "review")
+    _no_exception(app)
+    assert any("No graded pass" in i.value for i in app.info)
