@@ -178,45 +178,30 @@ for index, row in enumerate(rows):
             st.session_state[note_key] = row["note"]
         note_col.text_input("Note (optional)", key=note_key, placeholder="why, if it helps")
 
-save_col, agree_col, skip_col, back_col = st.columns(4)
-save_col.button(
-    "Save and next",
-    type="primary",
-    key="review_save",
-    shortcut=REVIEW_SHORTCUTS["save_next"],
-    on_click=_save,
-    args=(current,),
-    kwargs={"agree": False},
-    disabled=not reviewer,
-    width="stretch",
-)
-agree_col.button(
-    "Agree with the judge",
-    key="review_agree",
-    shortcut=REVIEW_SHORTCUTS["agree_next"],
-    on_click=_save,
-    args=(current,),
-    kwargs={"agree": True},
-    disabled=not reviewer,
-    help="Label every criterion as the judge decided it (insufficient evidence is left to you).",
-    width="stretch",
-)
-skip_col.button(
-    "Next unlabelled",
-    key="review_skip",
-    shortcut=REVIEW_SHORTCUTS["skip"],
-    on_click=_go,
-    args=(next_unlabelled(queue, done, current),),
-    width="stretch",
-)
-back_col.button(
-    "Previous",
-    key="review_back",
-    shortcut=REVIEW_SHORTCUTS["previous"],
-    on_click=_go,
-    args=(step(queue, current, -1),),
-    width="stretch",
-)
+# (label, key, shortcut, callback, its arguments, needs a reviewer, help)
+ACTIONS = [
+    ("Save and next", "save", "save_next", _save, (current,), {"agree": False}, True, None),
+    ("Agree with the judge", "agree", "agree_next", _save, (current,), {"agree": True}, True,
+     "Label every criterion as the judge decided it (insufficient evidence is left to you)."),
+    ("Next unlabelled", "skip", "skip", _go, (next_unlabelled(queue, done, current),), {}, False,
+     None),
+    ("Previous", "back", "previous", _go, (step(queue, current, -1),), {}, False, None),
+]  # fmt: skip
+for column, (label, key, shortcut, callback, args, kwargs, needs_name, tip) in zip(
+    st.columns(len(ACTIONS)), ACTIONS, strict=True
+):
+    column.button(
+        label,
+        type="primary" if key == "save" else "secondary",
+        key=f"review_{key}",
+        shortcut=REVIEW_SHORTCUTS[shortcut],
+        on_click=callback,
+        args=args,
+        kwargs=kwargs,
+        disabled=needs_name and not reviewer,
+        help=tip,
+        width="stretch",
+    )
 if not reviewer:
     st.caption("Type your name above to save labels.")
 st.caption(
