@@ -654,7 +654,7 @@ def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
                             output,
                             verdicts,
                             gaps,
-                            reviewer,
+                            reviewer=reviewer,
                             explanation=explanation,
                         )
                     )
