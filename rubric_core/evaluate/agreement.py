@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, NamedTuple, TypedDict
+from typing import Any, Literal, NamedTuple, TypedDict
 
 from rubric_core.evaluate._errors import EvaluationError
 from rubric_core.evaluate._verdicts import ItemId, Value, as_value, as_values, rate
@@ -263,8 +263,8 @@ def agreement_report(
 
 
 def pair_up(
-    predicted: Mapping[ItemId, Mapping[str, object] | Iterable[Mapping[str, object]]],
-    reference: Mapping[ItemId, Mapping[str, object] | Iterable[Mapping[str, object]]],
+    predicted: Mapping[Any, Mapping[str, object] | Iterable[Mapping[str, object]]],
+    reference: Mapping[Any, Mapping[str, object] | Iterable[Mapping[str, object]]],
 ) -> list[Pair]:
     """Pair two sets of verdicts on the criteria both hold, item by item.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Literal, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict
 
 from rubric_core.evaluate._errors import EvaluationError
 from rubric_core.evaluate._verdicts import ItemId, Value, as_values, rate
@@ -116,8 +116,8 @@ def _rates(rows: list[MatrixRow]) -> PassRates:
 
 
 def compare_experiments(
-    a: Mapping[ItemId, Mapping[str, object] | Iterable[Mapping[str, object]]],
-    b: Mapping[ItemId, Mapping[str, object] | Iterable[Mapping[str, object]]],
+    a: Mapping[Any, Mapping[str, object] | Iterable[Mapping[str, object]]],
+    b: Mapping[Any, Mapping[str, object] | Iterable[Mapping[str, object]]],
 ) -> Comparison:
     """Compare experiment A with experiment B over the items both graded.
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from rubric_core.evaluate._errors import EvaluationError
 from rubric_core.evaluate._verdicts import ItemId, Value, as_values, rate
@@ -90,7 +90,7 @@ def flip_rate(values: Sequence[Value]) -> float | None:
 
 
 def consistency_report(
-    repeats: Mapping[ItemId, Sequence[Mapping[str, object] | Iterable[Mapping[str, object]]]],
+    repeats: Mapping[Any, Sequence[Mapping[str, object] | Iterable[Mapping[str, object]]]],
 ) -> ConsistencyReport:
     """Per criterion and overall flip rate of passes graded several times each.
 

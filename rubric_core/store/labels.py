@@ -168,6 +168,21 @@ class LabelsMixin:
 
         self._backend.connections.write(job)
 
+    def evaluation_run_id(self, evaluation_id: int) -> int:
+        """The run a stored pass belongs to.
+
+        Raises:
+            StoreError: Of kind `invalid`: no pass has that id.
+        """
+        evaluation_id = require_int(evaluation_id, "evaluation_id", minimum=1)
+        row = self._backend.connections.query_one(
+            "SELECT run_id FROM evaluations WHERE id = ?", (evaluation_id,)
+        )
+        if row is None:
+            msg = f"no grading pass has evaluation id {evaluation_id}"
+            raise StoreError(msg, kind="invalid")
+        return int(row["run_id"])
+
     def labels_for(self, evaluation_ids: Iterable[int]) -> dict[int, dict[str, LabelRecord]]:
         """`{evaluation_id: {criterion: {human_passed, reviewer, label_note, labelled_at}}}`
         for the given passes (those without labels are left out)."""
