@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import streamlit as st
-from rubric_core.runs.agreement import compare_stored_experiments
-from rubric_core.runs.regrade import start_regrade
 
 from rubric_core.errors import InputError
 from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.runs.agreement import compare_stored_experiments
+from rubric_core.runs.regrade import start_regrade
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
@@ -122,7 +122,7 @@ with st.expander("Re-grade stored runs", expanded=not store.list_experiments()):
                     all_passes=bool(all_passes),
                     name=name.strip() or None,
                     max_concurrency=int(concurrency),
-                    **({"base_url": base_url} if base_url else {}),
+                    base_url=base_url,
                 )
             except InputError as exc:
                 st.error(f"Not started: {exc}")
