@@ -100,6 +100,12 @@ def test_criteria_csv_cells_exact_and_formulas_neutralised(store, seeded):
         "grader_output_tokens": "3",
         "duration_s": "0.5",
         "started_at": "2023-11-14T22:13:20.000000+00:00",
+        # issue 9: the pass, insufficient evidence and the human label beside `passed`
+        "evaluation_id": failing["evaluation_id"],
+        "insufficient": "false",
+        "human_passed": "",
+        "reviewer": "",
+        "label_note": "",
     }
     passing = by_key[(str(first), "1", "has a title")]
     assert (passing["passed"], passing["gap"]) == ("true", "")
