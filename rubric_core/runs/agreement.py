@@ -218,7 +218,7 @@ def import_labels_csv(
                 "criterion": spelling[row["criterion"]],
                 "human_passed": row["human_passed"],
                 "reviewer": row["reviewer"],
-                "note": row.get("note"),
+                "note": row.get("label_note"),
             }
         )
     return store.import_labels(labels)
