@@ -283,6 +283,16 @@ class LabelsMixin:
             row["labels"] = labels.get(eid, {})
         return rows
 
+    def review_pass(self, evaluation_id: int) -> dict[str, Any]:
+        """One stored pass in the shape of `review_items` (for `?pass=<evaluation id>`).
+
+        Raises:
+            StoreError: Of kind `invalid`: no pass has that id.
+        """
+        run_id = self.evaluation_run_id(evaluation_id)
+        items = self.review_items(run_ids=[run_id], final_only=False)
+        return next(item for item in items if int(item["evaluation_id"]) == int(evaluation_id))
+
     def _criteria_of(self, evaluation_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
         found: dict[int, list[dict[str, Any]]] = {}
         for start in range(0, len(evaluation_ids), 500):
