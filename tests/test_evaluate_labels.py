@@ -63,7 +63,9 @@ def test_labels_csv_reads_every_column():
 
 def test_labels_round_trip_through_a_criteria_export():
     """A criteria export with the label columns beside the judge's `passed` imports as it is."""
-    columns = [*EXPORT_COLUMNS["criteria"], "human_passed", "reviewer", "label_note"]
+    # the export carries the label columns (and the pass's evaluation_id) since issue 9
+    columns = list(EXPORT_COLUMNS["criteria"])
+    assert {"human_passed", "reviewer", "label_note", "evaluation_id"} <= set(columns)
     labelled = [
         {"run_id": 1, "grading_run_id": "g1", "iteration": 0, "criterion": TITLE, "passed": "true",
          "human_passed": "true", "reviewer": "ana", "label_note": "=SUM(A1) is not a formula here"},
@@ -74,6 +76,7 @@ def test_labels_round_trip_through_a_criteria_export():
     ]  # fmt: skip
     rows = [columns]
     for item in labelled:
+        item = {"evaluation_id": "", **item}  # label by run, attempt and pass here
         cells = [item.get(column, 'x, "quoted"\nmultiline') for column in columns]
         rows.append([neutralise_cell(c) if isinstance(c, str) else c for c in cells])
     parsed = parse_labels_csv(_csv(rows, bom=True), reviewer="export.csv")
