@@ -436,10 +436,9 @@ def point_review_at(version: dict, batch_id: str | None) -> None:
 
 def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     """The Batch page's grade-only mode: upload input/output rows, grade them, watch."""
-    from rubric_core.runs.grade import start_graded_batch
-
     from rubric_core.runs.batch import summary_for_batch
     from rubric_core.runs.datasets import load_graded_upload
+    from rubric_core.runs.grade import start_graded_batch
     from rubric_core.schema import MAX_CONCURRENCY
 
     st.caption(

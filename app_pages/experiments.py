@@ -47,7 +47,8 @@ st.caption(
 
 # ------------------------------------------------------------------ launcher
 
-with st.expander("Re-grade stored runs", expanded=not store.list_experiments()):
+st.subheader("Re-grade stored runs")
+with st.container(border=True):
     SOURCES = {"batch": "A batch", "filters": "Runs matching filters", "run": "One run"}
     source = st.radio(
         "Which runs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="exp_source"
@@ -176,9 +177,9 @@ labels = {e["id"]: experiment_label(e) for e in experiments}
 ids = list(labels)
 left, right = st.columns(2)
 a = left.selectbox(
-    "Experiment A", ids, index=min(1, len(ids) - 1), format_func=labels.get, key="exp_a"
+    "Experiment A", ids, index=min(1, len(ids) - 1), format_func=labels.get, key=f"exp_a_{ids[0]}"
 )
-b = right.selectbox("Experiment B", ids, index=0, format_func=labels.get, key="exp_b")
+b = right.selectbox("Experiment B", ids, index=0, format_func=labels.get, key=f"exp_b_{ids[0]}")
 if a == b:
     st.info("Pick two different experiments.")
     st.stop()

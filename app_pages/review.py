@@ -147,7 +147,7 @@ with request_col:
 with draft_col:
     st.markdown(
         f"**Judged draft** · {status_badge(item.get('result'))} · "
-        f"grader `{md_escape(item.get('grader_model') or '?')}`"
+        f"grader {md_escape(item.get('grader_model') or '?')}"
     )
     show_plain(item.get("draft"), height=220)
 with st.expander("Transcript"):

@@ -222,7 +222,7 @@ def comparison_matrix_rows(
 
 
 def experiment_label(experiment: Mapping[str, Any]) -> str:
-    """An experiment as a picker shows it: id, name, rubric version, grader, samples.
+    """An experiment as a picker shows it: id, its name (else rubric version and grader), items.
 
     Examples:
         >>> experiment_label({"id": 3, "name": "", "rubric": "haiku", "version": 2,
@@ -230,19 +230,20 @@ def experiment_label(experiment: Mapping[str, Any]) -> str:
         '#3 · haiku v2 · replay:haiku · 6 items'
         >>> experiment_label({"id": 4, "name": "stricter", "rubric": "haiku", "version": 3,
         ...     "grader_model": "m", "samples": 3, "items": 2, "status": "running"})
-        '#4 stricter · haiku v3 · m ×3 · 2 items · running'
+        '#4 stricter · ×3 · 2 items · running'
     """
-    name = f"#{experiment['id']}" + (f" {experiment['name']}" if experiment.get("name") else "")
     grader = str(experiment.get("grader_model") or "?")
     samples = int(experiment.get("samples") or 1)
     if samples > 1:
         grader += f" ×{samples}"
-    parts = [
-        name,
-        f"{experiment.get('rubric', '')} v{experiment.get('version', '?')}",
-        grader,
-        f"{int(experiment.get('items') or 0)} items",
-    ]
+    if experiment.get("name"):
+        parts = [f"#{experiment['id']} {experiment['name']}"]
+        if samples > 1:
+            parts.append(f"×{samples}")
+    else:
+        version = f"{experiment.get('rubric', '')} v{experiment.get('version', '?')}"
+        parts = [f"#{experiment['id']}", version, grader]
+    parts.append(f"{int(experiment.get('items') or 0)} items")
     if experiment.get("status") not in (None, "done"):
         parts.append(str(experiment["status"]))
     return " · ".join(parts)
