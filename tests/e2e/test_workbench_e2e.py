@@ -135,7 +135,9 @@ def test_grade_label_agreement_regrade_compare(
     wait_idle(page)
     for done in range(6):
         page.get_by_text(f"{done} of 6 labelled").wait_for()
-        request = page.locator('[data-testid="stMain"] [data-testid="stCode"]').first.inner_text().strip()
+        request = (
+            page.locator('[data-testid="stMain"] [data-testid="stCode"]').first.inner_text().strip()
+        )
         human = ROWS[request][1]
         if human == JUDGE[request]:
             page.evaluate("document.activeElement && document.activeElement.blur()")
@@ -167,12 +169,17 @@ def test_grade_label_agreement_regrade_compare(
     page.get_by_role("link").filter(has_text="false fail").first.click()
     page.get_by_role("heading", name="Review", exact=True).wait_for()
     wait_idle(page)
-    assert page.locator('[data-testid="stMain"] [data-testid="stCode"]').first.inner_text().strip() == "request 3"
+    assert (
+        page.locator('[data-testid="stMain"] [data-testid="stCode"]').first.inner_text().strip()
+        == "request 3"
+    )
 
     # A second rubric version: one more criterion.
     go_to(page, "Rubrics")
     choose(page, "Rubric", "bottle")
-    type_into(page.get_by_label("Checklist (one criterion per line)"), RUBRIC + "\n- Mentions the price")
+    type_into(
+        page.get_by_label("Checklist (one criterion per line)"), RUBRIC + "\n- Mentions the price"
+    )
     wait_idle(page)
     page.get_by_role("button", name="Save as new version").click()
     page.get_by_text("Saved bottle v2").wait_for()
