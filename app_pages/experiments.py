@@ -183,6 +183,12 @@ b = right.selectbox("Experiment B", ids, index=0, format_func=labels.get, key=f"
 if a == b:
     st.info("Pick two different experiments.")
     st.stop()
+running = [e["id"] for e in experiments if e["id"] in (a, b) and e.get("status") == "running"]
+if running:
+    st.info(
+        f"Experiment #{running[0]} is still grading; the comparison appears when it is done."
+    )
+    st.stop()
 try:
     result = compare_stored_experiments(store, a, b)
 except (InputError, *STORE_ERRORS) as exc:
