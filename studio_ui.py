@@ -23,6 +23,7 @@ from rubric_core.ui import (
     find_regressions,
     heatmap_figure,
     known_models,
+    matching_scenario,
     md_escape,
     model_choice,
     one_line,
@@ -387,6 +388,13 @@ def reviewer_input(*, key: str) -> str:
 
 def review_scope(store: Store, *, key: str) -> tuple[dict, RunFilters] | None:
     """Pick a rubric version and, optionally, one batch of its runs; `None` if none is stored."""
+    for rubric in store.list_rubrics():
+        # Start each rubric on its newest version that has runs (a new version has none yet).
+        versions = store.rubric_versions(rubric["name"])
+        graded = [v for v in versions if store.count_runs(version_id=int(v["id"]))]
+        st.session_state.setdefault(
+            f"{key}_version_{rubric['name']}", (graded or versions)[-1]["id"]
+        )
     version = rubric_version_picker(store, key=key)
     if version is None:
         return None
@@ -472,7 +480,10 @@ def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     with grader_col:
         try:
             grader_spec, base_url = model_picker(
-                "grader", key=key, scenarios=scenarios, default_scenario=""
+                "grader",
+                key=key,
+                scenarios=scenarios,
+                default_scenario=matching_scenario(scenarios, version["criteria"]),
             )
         except InputError as exc:
             grader_spec, base_url = "", None
@@ -558,7 +569,7 @@ def human_verdict_widgets(criteria: list[str], *, key: str) -> tuple[dict, dict,
     missing: list[str] = []
     for index, criterion in enumerate(criteria):
         with st.container(border=True):
-            text_col, choice_col, gap_col = st.columns([4, 3, 3], vertical_alignment="center")
+            text_col, choice_col, gap_col = st.columns([3, 4, 3], vertical_alignment="center")
             text_col.markdown(f"**{index + 1}. {md_escape(criterion)}**")
             choice = choice_col.radio(
                 "Your verdict",
@@ -608,7 +619,10 @@ def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     if who == "model":
         try:
             grader_spec, base_url = model_picker(
-                "grader", key=key, scenarios=scenarios, default_scenario=""
+                "grader",
+                key=key,
+                scenarios=scenarios,
+                default_scenario=matching_scenario(scenarios, version["criteria"]),
             )
         except InputError as exc:
             grader_spec, base_url = "", None

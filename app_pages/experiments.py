@@ -19,6 +19,7 @@ from rubric_core.ui import (
     experiment_rows,
     format_kappa,
     format_rate,
+    matching_scenario,
     md_escape,
     progress,
     verdict_mark,
@@ -76,7 +77,12 @@ with st.container(border=True):
     with grader_col:
         try:
             grader_spec, base_url = model_picker(
-                "grader", key="exp", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+                "grader",
+                key="exp",
+                scenarios=scenarios,
+                default_scenario=matching_scenario(
+                    scenarios, version["criteria"] if version else [], DEFAULT_REPLAY_SCENARIO
+                ),
             )
         except InputError as exc:
             grader_spec, base_url = "", None
@@ -185,9 +191,7 @@ if a == b:
     st.stop()
 running = [e["id"] for e in experiments if e["id"] in (a, b) and e.get("status") == "running"]
 if running:
-    st.info(
-        f"Experiment #{running[0]} is still grading; the comparison appears when it is done."
-    )
+    st.info(f"Experiment #{running[0]} is still grading; the comparison appears when it is done.")
     st.stop()
 try:
     result = compare_stored_experiments(store, a, b)

@@ -53,6 +53,7 @@ from rubric_core.ui.format import (
 from rubric_core.ui.models import (
     MODEL_SOURCES,
     combine_models,
+    matching_scenario,
     model_choice,
     models_mode,
     replay_scenario_mismatch,
@@ -148,6 +149,7 @@ __all__ = [
     "judge_labels",
     "known_models",
     "labelled_ids",
+    "matching_scenario",
     "md_escape",
     "model_choice",
     "models_mode",
