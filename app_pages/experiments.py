@@ -17,6 +17,7 @@ from rubric_core.ui import (
     comparison_matrix_rows,
     experiment_label,
     experiment_rows,
+    format_delta,
     format_kappa,
     format_rate,
     matching_scenario,
@@ -204,8 +205,10 @@ overall = comparison["overall"]
 m1, m2, m3, m4, m5 = st.columns(5)
 m1.metric("Verdicts compared", overall["n"])
 m2.metric(
-    "Pass rate A → B",
-    f"{format_rate(overall['pass_rate_a'])} → {format_rate(overall['pass_rate_b'])}",
+    "Pass rate of B",
+    format_rate(overall["pass_rate_b"]),
+    delta=format_delta(overall["delta"]) if overall["delta"] else None,
+    help=f"A passed {format_rate(overall['pass_rate_a'])} of the same verdicts.",
 )
 m3.metric("Improved (fail → pass)", overall["improved"])
 m4.metric("Regressed (pass → fail)", overall["regressed"])
