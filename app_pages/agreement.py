@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import streamlit as st
-from rubric_core.runs.agreement import agreement_between, agreement_with_labels
 
 from rubric_core.errors import InputError
+from rubric_core.runs.agreement import agreement_between, agreement_with_labels
 from rubric_core.ui import (
     confusion_rows,
     criterion_agreement_rows,
@@ -81,29 +81,25 @@ m4.metric("Insufficient evidence", overall["insufficient"])
 if overall["kappa"] is None and overall["n"]:
     st.caption("Kappa is undefined when both sides give one and the same verdict throughout.")
 
-table_col, matrix_col = st.columns([3, 2], gap="large")
-with table_col:
-    st.subheader("Per criterion")
-    st.dataframe(
-        criterion_agreement_rows(report, predictor=predictor, reference=reference),
-        hide_index=True,
-        key="agree_table",
-    )
-with matrix_col:
-    st.subheader("Confusion matrix")
-    names = ["(overall)", *(c["name"] for c in report["criteria"])]
-    which = st.selectbox("Criterion", names, key="agree_matrix_of")
-    entry = (
-        overall
-        if which == "(overall)"
-        else next(c for c in report["criteria"] if c["name"] == which)
-    )
-    st.dataframe(
-        confusion_rows(entry, predictor=predictor, reference=reference),
-        hide_index=True,
-        key="agree_matrix",
-    )
-    st.caption(f"Rows: {predictor} (the predictor). Columns: {reference}.")
+st.subheader("Per criterion")
+st.dataframe(
+    criterion_agreement_rows(report, predictor=predictor, reference=reference),
+    hide_index=True,
+    key="agree_table",
+)
+st.subheader("Confusion matrix")
+pick_col, matrix_col = st.columns([1, 2], gap="large")
+names = ["(overall)", *(c["name"] for c in report["criteria"])]
+which = pick_col.selectbox("Criterion", names, key="agree_matrix_of")
+pick_col.caption(f"Rows: {predictor} (the predictor). Columns: {reference}.")
+entry = (
+    overall if which == "(overall)" else next(c for c in report["criteria"] if c["name"] == which)
+)
+matrix_col.dataframe(
+    confusion_rows(entry, predictor=predictor, reference=reference),
+    hide_index=True,
+    key="agree_matrix",
+)
 
 st.subheader(f"Disagreements ({len(report['disagreements'])})")
 if not report["disagreements"]:

@@ -201,6 +201,7 @@ for column, (label, key, shortcut, callback, args, kwargs, needs_name, tip) in z
         disabled=needs_name and not reviewer,
         help=tip,
         width="stretch",
+        wrap=True,
     )
 if not reviewer:
     st.caption("Type your name above to save labels.")
