@@ -15,7 +15,7 @@ from sqlite_utils import Database
 from rubric_core.store.errors import unknown_rubric, unknown_run, unknown_version
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import Owner, pid_alive
-from rubric_core.store.rows import CriterionRow, MessageRow
+from rubric_core.store.rows import CriterionRow, MessageRow, stored_verdict
 from rubric_core.store.sqlite.connection import SQLiteConnections
 from rubric_core.store.sqlite.migrations import apply_migrations
 
@@ -298,7 +298,7 @@ class SQLiteBackend:
             conn.execute("DELETE FROM criterion_results WHERE evaluation_id = ?", (evaluation_id,))
             conn.executemany(
                 "INSERT INTO criterion_results (evaluation_id, position, run_id, criterion, "
-                "passed, gap, weight, checked_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "passed, gap, weight, checked_by, insufficient) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(evaluation_id, row.position, run_id, *row[1:]) for row in criteria],
             )
             # The run's score is its latest pass's until finish_run says which draft it kept.
@@ -461,7 +461,7 @@ class SQLiteBackend:
         evaluations = self.connections.query(
             "SELECT id, run_id, grading_run_id, iteration, result, status, explanation, draft, "
             "started_at, duration_s, grader_attempts, grader_input_tokens, grader_output_tokens, "
-            "score, regressions "
+            "score, regressions, judges "
             "FROM evaluations WHERE run_id = ? ORDER BY started_at, id",
             (run_id,),
         )
@@ -469,25 +469,19 @@ class SQLiteBackend:
         for evaluation in evaluations:
             evaluation["criteria"] = []
             evaluation["regressions"] = json.loads(evaluation["regressions"] or "[]")
+            judges = evaluation.pop("judges")
+            if judges is not None:
+                evaluation["judges"] = json.loads(judges)
             by_id[evaluation["id"]] = evaluation
         criteria = self.connections.query(
-            "SELECT evaluation_id, criterion, passed, gap, weight, checked_by "
+            "SELECT evaluation_id, criterion, passed, gap, weight, checked_by, insufficient "
             "FROM criterion_results "
             "WHERE evaluation_id IN (SELECT id FROM evaluations WHERE run_id = ?) "
             "ORDER BY evaluation_id, position",
             (run_id,),
         )
         for row in criteria:
-            verdict: dict[str, Any] = {"name": row["criterion"], "passed": bool(row["passed"])}
-            if row["gap"] is not None:
-                verdict["gap"] = row["gap"]
-            # Only what differs from a plain judged criterion of weight 1, so verdicts
-            # read back as the middleware gave them.
-            if row["checked_by"] is not None:
-                verdict["checked_by"] = row["checked_by"]
-            if row["weight"] != 1:
-                verdict["weight"] = row["weight"]
-            by_id[row["evaluation_id"]]["criteria"].append(verdict)
+            by_id[row["evaluation_id"]]["criteria"].append(stored_verdict(row))
         return evaluations
 
     def transcript(self, run_id: int) -> list[dict[str, Any]]:

@@ -174,6 +174,78 @@ def _m0006_scores(db: Database) -> None:
     )
 
 
+@MIGRATIONS(name="0007_insufficient_judges_labels_experiments")
+def _m0007_workbench(db: Database) -> None:
+    # Issue 9, the rubric testing workbench. Portable SQL (SQLite and PostgreSQL): the
+    # booleans are 0/1 integers as in the tables above, JSON travels as text.
+    # Before issue 10 was merged this was 0006_insufficient_judges_labels_experiments; a
+    # store made on that branch already has it (under the old name) and is left as it is.
+    if "labels" in db.table_names():
+        return
+    db.executescript(
+        """
+        ALTER TABLE criterion_results ADD COLUMN insufficient INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE evaluations ADD COLUMN judges TEXT;  -- JSON list of JudgeRecord, panels only
+        -- One human label per pass and criterion; labelling it again replaces it.
+        CREATE TABLE labels (
+            evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+            criterion TEXT NOT NULL,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            human_passed INTEGER NOT NULL,
+            reviewer TEXT NOT NULL,
+            note TEXT NOT NULL DEFAULT '',
+            labelled_at TEXT NOT NULL,
+            PRIMARY KEY (evaluation_id, criterion)
+        );
+        CREATE INDEX idx_labels_run ON labels (run_id, evaluation_id);
+        -- A re-grading of stored passes with other settings; the source runs are not changed.
+        CREATE TABLE experiments (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            rubric_id INTEGER NOT NULL REFERENCES rubrics(id),
+            rubric_version_id INTEGER NOT NULL REFERENCES rubric_versions(id),
+            grader_model TEXT NOT NULL,
+            grader_system_prompt TEXT,
+            grader_tools TEXT NOT NULL DEFAULT '[]',  -- JSON list of tool names
+            samples INTEGER NOT NULL DEFAULT 1,
+            all_passes INTEGER NOT NULL DEFAULT 0,
+            source TEXT NOT NULL DEFAULT '{}',  -- JSON: how the passes were selected
+            status TEXT NOT NULL,
+            error TEXT,
+            created_at TEXT NOT NULL,
+            finished_at TEXT
+        );
+        CREATE INDEX idx_experiments_rubric ON experiments (rubric_id, id);
+        -- One grading of one source pass (sample 0..samples-1).
+        CREATE TABLE experiment_items (
+            id INTEGER PRIMARY KEY,
+            experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+            evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            sample INTEGER NOT NULL DEFAULT 0,
+            result TEXT NOT NULL,
+            explanation TEXT NOT NULL DEFAULT '',
+            judges TEXT,
+            started_at REAL NOT NULL,
+            duration_s REAL NOT NULL DEFAULT 0,
+            grader_attempts INTEGER NOT NULL DEFAULT 0,
+            grader_input_tokens INTEGER NOT NULL DEFAULT 0,
+            grader_output_tokens INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (experiment_id, evaluation_id, sample)
+        );
+        CREATE TABLE experiment_criteria (
+            item_id INTEGER NOT NULL REFERENCES experiment_items(id),
+            position INTEGER NOT NULL,
+            criterion TEXT NOT NULL,
+            passed INTEGER NOT NULL,
+            insufficient INTEGER NOT NULL DEFAULT 0,
+            gap TEXT,
+            PRIMARY KEY (item_id, position)
+        );
+        """
+    )
+
+
 def apply_migrations(db: Database) -> None:
     """Apply every pending migration; a race with another process migrating is retried once."""
     for attempt in range(2):
