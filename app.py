@@ -29,6 +29,9 @@ PAGES = [
     st.Page("app_pages/batch.py", title="Batch", icon=":material/dataset:"),
     st.Page("app_pages/runs.py", title="Runs", icon=":material/history:"),
     st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("app_pages/review.py", title="Review", icon=":material/rate_review:"),
+    st.Page("app_pages/agreement.py", title="Agreement", icon=":material/handshake:"),
+    st.Page("app_pages/experiments.py", title="Experiments", icon=":material/science:"),
     st.Page("app_pages/export.py", title="Export", icon=":material/download:"),
 ]
 page = st.navigation(PAGES)

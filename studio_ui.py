@@ -7,30 +7,38 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
-from rubric_core.runs.background import RunRegistry
+from rubric_core.runs.background import RunRegistry, batch_progress
 from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, RUN_STATUSES
 from rubric_core.store import RunFilters, Store, StoreError, default_db_target
 from rubric_core.store.paths import is_postgres_url, redact_url
+from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
     ANY,
     MODEL_SOURCES,
     InputError,
+    batch_options,
     find_regressions,
     heatmap_figure,
     known_models,
+    matching_scenario,
     md_escape,
     model_choice,
     one_line,
     parse_run_filters,
     pass_details,
     pass_label,
+    pass_rate_figure,
+    progress,
     progress_figure,
+    replay_scenario_mismatch,
     rubric_label,
     run_seconds,
     run_spec_rows,
+    spec_error_hint,
     status_badge,
     status_level,
     status_meaning,
@@ -377,3 +385,336 @@ def render_run_detail(store: Store, run_id: int, *, key: str) -> None:
         st.dataframe(run_spec_rows(run), hide_index=True)
         st.caption("Input")
         show_plain(run.get("input"))
+
+
+# ---------------------------------------------------------------- reviewing and grading
+
+
+REVIEWER_KEY = "reviewer_name"
+"""Session key of the reviewer's name: kept for the whole session, whichever page is open."""
+
+
+def reviewer_input(*, key: str) -> str:
+    """The reviewer's name, remembered in the session across pages (widget keys are not)."""
+
+    def _keep() -> None:
+        st.session_state[REVIEWER_KEY] = st.session_state[key].strip()
+
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get(REVIEWER_KEY, "")
+    st.text_input(
+        "Your name (reviewer)",
+        key=key,
+        on_change=_keep,
+        placeholder="e.g. ana",
+        help="Stored with every label you give; remembered while this browser tab is open.",
+    )
+    return str(st.session_state.get(key) or "").strip()
+
+
+def review_scope(store: Store, *, key: str) -> tuple[dict, RunFilters] | None:
+    """Pick a rubric version and, optionally, one batch of its runs; `None` if none is stored."""
+    for rubric in store.list_rubrics():
+        # Start each rubric on its newest version that has runs (a new version has none yet).
+        versions = store.rubric_versions(rubric["name"])
+        graded = [v for v in versions if store.count_runs(version_id=int(v["id"]))]
+        st.session_state.setdefault(
+            f"{key}_version_{rubric['name']}", (graded or versions)[-1]["id"]
+        )
+    version = rubric_version_picker(store, key=key)
+    if version is None:
+        return None
+    runs = store.list_runs(version_id=int(version["id"]), limit=500)
+    batches = batch_options(runs)
+    chosen = st.selectbox(
+        "Runs",
+        [ANY, *batches],
+        format_func=lambda b: "every run of this version" if b == ANY else f"batch {b}",
+        key=f"{key}_batch_{version['id']}",
+    )
+    filters = RunFilters(version_id=int(version["id"]), batch_id=None if chosen == ANY else chosen)
+    return version, filters
+
+
+@st.cache_resource(show_spinner=False)
+def regrade_jobs() -> dict[int, Any]:
+    """Re-grade jobs started in this process, by experiment id (progress is read from the store)."""
+    return {}
+
+
+# ---------------------------------------------------------------- grade-only (no agent)
+
+GRADE_VERDICTS = {"pass": True, "fail": False, "insufficient": None}
+"""A person's verdict choices on one criterion, as the human grader gives them."""
+
+
+def replay_mismatch_warning(grader_spec: str, scenarios: list[dict], version: dict) -> None:
+    """Warn when a replay grader scripts verdicts for another rubric than `version`'s."""
+    mismatch = replay_scenario_mismatch(grader_spec, scenarios, version["criteria"])
+    if mismatch:
+        st.warning(
+            f"The replay scenario {mismatch!r} scripts verdicts for its own rubric, not for "
+            f"{version['name']} v{version['version']}: it replays scripted responses and will "
+            "not judge these criteria. To grade your own rubric offline, grade it yourself.",
+            icon=":material/replay:",
+        )
+
+
+def point_review_at(version: dict, batch_id: str | None) -> None:
+    """Preselect a rubric version (and batch) for the Review and Agreement pages."""
+    for key in ("review", "agree"):
+        st.session_state[f"{key}_rubric"] = version["name"]
+        st.session_state[f"{key}_version_{version['name']}"] = version["id"]
+        st.session_state[f"{key}_batch_{version['id']}"] = batch_id or ANY
+
+
+def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
+    """The Batch page's grade-only mode: upload input/output rows, grade them, watch."""
+    from rubric_core.runs.batch import summary_for_batch
+    from rubric_core.runs.datasets import load_graded_upload
+    from rubric_core.runs.grade import start_graded_batch
+    from rubric_core.schema import MAX_CONCURRENCY
+
+    st.caption(
+        "Grade outputs you already have, with no agent: a CSV with `input` and `output` "
+        'columns, or JSONL with `{"input": ..., "output": ...}` per line. An optional '
+        '`labels` column (a JSON object such as `{"has a title": true}`) is stored as human '
+        "labels, reviewer: the file's name. One graded run per row."
+    )
+    upload = st.file_uploader("Dataset", type=["csv", "jsonl", "ndjson"], key=f"{key}_upload")
+    rows: list[dict] = []
+    if upload is not None:
+        try:
+            rows = load_graded_upload(upload.name, upload.getvalue())
+        except InputError as exc:
+            st.error(f"Cannot use this dataset: {exc}")
+        else:
+            labelled = sum(1 for row in rows if row.get("labels"))
+            st.success(
+                f"{len(rows)} row(s) read from {upload.name}"
+                + (f", {labelled} with labels." if labelled else ".")
+            )
+            with st.expander("First rows"):
+                for row in rows[:5]:
+                    st.text(
+                        f"{row['row']}. {one_line(row['input'], 90)}  →  {one_line(row['output'], 90)}"
+                    )
+    version = rubric_version_picker(store, key=key)
+    if version is None:
+        return
+    grader_col, settings_col = st.columns(2, gap="large")
+    with grader_col:
+        try:
+            grader_spec, base_url = model_picker(
+                "grader",
+                key=key,
+                scenarios=scenarios,
+                default_scenario=matching_scenario(scenarios, version["criteria"]),
+            )
+        except InputError as exc:
+            grader_spec, base_url = "", None
+            st.error(f"Grader model: {exc}")
+        replay_mismatch_warning(grader_spec, scenarios, version)
+    with settings_col:
+        tools = st.multiselect("Grader tools", list(TOOL_NAMES), key=f"{key}_tools")
+        concurrency = st.number_input(
+            "Concurrency", min_value=1, max_value=MAX_CONCURRENCY, value=4, key=f"{key}_concurrency"
+        )
+    registry = run_registry()
+    if st.button(
+        "Grade outputs", type="primary", key=f"{key}_launch", disabled=not rows or not grader_spec
+    ):
+        try:
+            job = start_graded_batch(
+                store,
+                int(version["id"]),
+                rows,
+                grader_model=grader_spec,
+                grader_tools=tuple(tools),
+                base_url=base_url,
+                concurrency=int(concurrency),
+                source_name=upload.name if upload is not None else "dataset",
+            )
+        except InputError as exc:
+            st.error(f"Not started: {spec_error_hint(str(exc))}")
+        except STORE_ERRORS as exc:
+            show_store_error(exc)
+        else:
+            registry.add_batch(job)
+            st.session_state[f"{key}_watch"] = job.batch_id
+    if not rows:
+        st.caption("Upload a dataset to enable “Grade outputs”.")
+
+    batch_id = st.session_state.get(f"{key}_watch")
+    if batch_id is None:
+        return
+    job = registry.batch(batch_id)
+    polling = job is not None and not job.done()
+
+    @st.fragment(run_every=1.0 if polling else None)
+    def graded_view() -> None:
+        try:
+            total = job.total if job is not None else store.count_runs(batch_id=batch_id)
+            finished, _ = batch_progress(store, batch_id, total)
+            value, text = progress(finished, total)
+            st.progress(value, text=f"Graded {text}")
+            if job is not None and not job.done():
+                return
+            if job is not None and job.error:
+                st.error(f"Grading stopped early: {job.error}. Passes stored until then are kept.")
+            summary = summary_for_batch(store, batch_id)
+        except STORE_ERRORS as exc:
+            show_store_error(exc)
+            return
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Graded rows", summary.total)
+        m2.metric("Every criterion passed", f"{summary.by_status.get('satisfied', 0)}")
+        m3.metric("Grader errors", summary.grader_errors)
+        st.plotly_chart(pass_rate_figure(summary.criterion_pass_rates), key=f"{key}_rates")
+        point_review_at(version, batch_id)
+        st.page_link(
+            "app_pages/review.py",
+            label="Label these passes on Review",
+            icon=":material/rate_review:",
+        )
+        if polling:
+            st.rerun()
+
+    st.subheader(f"Graded batch {batch_id}")
+    graded_view()
+
+
+def human_verdict_widgets(criteria: list[str], *, key: str) -> tuple[dict, dict, list[str]]:
+    """A person's checklist: per criterion pass / fail / insufficient and a gap.
+
+    Returns `(verdicts, gaps, missing)`: verdicts by criterion (`None` insufficient),
+    gaps by criterion, and the criteria still without a verdict.
+    """
+    verdicts: dict[str, bool | None] = {}
+    gaps: dict[str, str] = {}
+    missing: list[str] = []
+    for index, criterion in enumerate(criteria):
+        with st.container(border=True):
+            text_col, choice_col, gap_col = st.columns([3, 4, 3], vertical_alignment="center")
+            text_col.markdown(f"**{index + 1}. {md_escape(criterion)}**")
+            choice = choice_col.radio(
+                "Your verdict",
+                list(GRADE_VERDICTS),
+                index=None,
+                horizontal=True,
+                key=f"{key}_{index}",
+            )
+            gap = gap_col.text_input(
+                "Gap (what is missing)",
+                key=f"{key}_{index}_gap",
+                disabled=choice == "pass",
+                placeholder="required on fail / insufficient",
+            )
+        if choice is None:
+            missing.append(criterion)
+            continue
+        verdicts[criterion] = GRADE_VERDICTS[choice]
+        if choice != "pass" and gap.strip():
+            gaps[criterion] = gap.strip()
+    return verdicts, gaps, missing
+
+
+def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
+    """The Run page's grade-only mode: paste an input and an output; a model or you grade it."""
+    from rubric_core.runs.grade import grade_by_person, grade_one
+
+    st.caption(
+        "Grade one output you already have, with no agent. Pick a grader model, or be the "
+        "grader yourself: your verdicts drive the pass exactly as a model's would (every "
+        "criterion passed → satisfied) and are kept as labels."
+    )
+    version = rubric_version_picker(store, key=key)
+    if version is None:
+        return
+    left, right = st.columns(2, gap="large")
+    text = left.text_area("Input (the request)", key=f"{key}_input", height=160)
+    output = right.text_area("Output (the answer to grade)", key=f"{key}_output", height=160)
+    who = st.radio(
+        "Grader",
+        ["person", "model"],
+        format_func={"person": "You are the grader", "model": "A grader model"}.get,
+        horizontal=True,
+        key=f"{key}_who",
+    )
+    result: int | None = None
+    if who == "model":
+        try:
+            grader_spec, base_url = model_picker(
+                "grader",
+                key=key,
+                scenarios=scenarios,
+                default_scenario=matching_scenario(scenarios, version["criteria"]),
+            )
+        except InputError as exc:
+            grader_spec, base_url = "", None
+            st.error(f"Grader model: {exc}")
+        replay_mismatch_warning(grader_spec, scenarios, version)
+        tools = st.multiselect("Grader tools", list(TOOL_NAMES), key=f"{key}_tools")
+        if st.button("Grade", type="primary", key=f"{key}_grade", disabled=not grader_spec):
+            try:
+                with st.spinner("Grading…"):
+                    graded = grade_one(
+                        store,
+                        int(version["id"]),
+                        text,
+                        output,
+                        grader_spec,
+                        grader_tools=tuple(tools),
+                        base_url=base_url,
+                    )
+            except InputError as exc:
+                st.error(f"Not graded: {exc}")
+            except STORE_ERRORS as exc:
+                show_store_error(exc)
+            else:
+                result = int(graded["run_id"])
+    else:
+        reviewer = reviewer_input(key=f"{key}_reviewer")
+        st.caption("The checklist: your verdict on each criterion, and a gap where it falls short.")
+        verdicts, gaps, missing = human_verdict_widgets(list(version["criteria"]), key=key)
+        explanation = st.text_input("Summary (optional)", key=f"{key}_explanation")
+        if st.button(
+            "Record my verdict", type="primary", key=f"{key}_record", disabled=not reviewer
+        ):
+            if missing:
+                st.error("Give a verdict on every criterion: " + ", ".join(missing))
+            else:
+                try:
+                    result = int(
+                        grade_by_person(
+                            store,
+                            int(version["id"]),
+                            text,
+                            output,
+                            verdicts,
+                            gaps,
+                            reviewer=reviewer,
+                            explanation=explanation,
+                        )
+                    )
+                except InputError as exc:
+                    st.error(f"Not recorded: {exc}")
+                except STORE_ERRORS as exc:
+                    show_store_error(exc)
+        if not reviewer:
+            st.caption("Type your name to record a verdict: it is kept with the labels.")
+    if result is not None:
+        st.session_state[f"{key}_last"] = result
+    last = st.session_state.get(f"{key}_last")
+    if last is None:
+        return
+    st.divider()
+    run = store.get_run(int(last))
+    st.subheader(f"Graded run #{last} · {rubric_label(run)}")
+    show_status(run["status"], error=run.get("error"))
+    render_passes(store.run_evaluations(int(last)))
+    point_review_at(version, None)
+    st.page_link(
+        "app_pages/runs.py", label=f"Open run #{last}", icon=":material/history:",
+        query_params={"run": str(last)},
+    )  # fmt: skip

@@ -39,6 +39,7 @@ from studio_ui import (
     STORE_ERRORS,
     agent_and_grader_pickers,
     get_store,
+    graded_batch_form,
     rubric_version_picker,
     run_registry,
     show_store_error,
@@ -57,6 +58,10 @@ st.caption(
     "Run one rubric version over many inputs: a CSV with an `input` column, or JSONL with "
     '`{"input": ...}` per line.'
 )
+
+if st.toggle("Grade existing outputs (no agent)", key="batch_graded"):
+    graded_batch_form(store, scenarios, key="batch_graded")
+    st.stop()
 
 upload = st.file_uploader("Dataset", type=["csv", "jsonl", "ndjson"], key="batch_upload")
 inputs: list[str] = []

@@ -35,6 +35,26 @@ st.caption(
 
 rubrics = store.list_rubrics()
 names = [r["name"] for r in rubrics]
+
+with st.expander("Test a rubric with no API key: two offline paths", expanded=not rubrics):
+    own, demo = st.columns(2, gap="large")
+    with own:
+        st.markdown(
+            "**Your own rubric: you are the grader.** Save it here, then on the Run page "
+            "paste an input and an output and grade them yourself, criterion by criterion "
+            "(or upload rows of `input`,`output` on the Batch page). Your verdicts drive the "
+            "pass exactly as a model's would and are kept as labels, to measure a model "
+            "judge against later (Review, Agreement)."
+        )
+        st.page_link("app_pages/run.py", label="Grade an output yourself", icon="🧑‍⚖️")
+    with demo:
+        st.markdown(
+            "**The replay demo: models that replay scripted responses.** Each bundled "
+            "scenario plays back its own script for its own rubric (no network). Use it to "
+            "see the loop, the review view and experiments work end to end; its grader "
+            "does not judge *your* rubric."
+        )
+        st.page_link("app_pages/run.py", label="Load a replay scenario", icon="🔁")
 templates = {**RUBRIC_TEMPLATES, **scenario_templates(list_scenarios())}
 
 

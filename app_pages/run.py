@@ -26,6 +26,7 @@ from studio_ui import (
     STORE_ERRORS,
     agent_and_grader_pickers,
     get_store,
+    grade_output_form,
     render_passes,
     render_run_overview,
     rubric_version_picker,
@@ -42,6 +43,9 @@ scenarios = list_scenarios()
 scenario_by_name = {s["name"]: s for s in scenarios}
 
 st.title("Run")
+if st.toggle("Grade an output you already have (no agent)", key="run_graded"):
+    grade_output_form(store, scenarios, key="grade_one")
+    st.stop()
 
 
 def _use_scenario() -> None:

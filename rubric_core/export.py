@@ -50,12 +50,14 @@ _CRITERIA_SELECT = """
            r.agent_model, r.grader_model, e.grading_run_id, e.iteration, e.result, e.status,
            cr.criterion, cr.passed, cr.gap, e.explanation, e.grader_input_tokens,
            e.grader_output_tokens, e.duration_s, e.started_at, cr.weight, cr.checked_by,
-           e.score
+           e.score, e.id AS evaluation_id, cr.insufficient, lb.human_passed, lb.reviewer,
+           lb.note AS label_note
     FROM runs r
     JOIN rubric_versions rv ON rv.id = r.rubric_version_id
     JOIN rubrics rb ON rb.id = r.rubric_id
     JOIN evaluations e ON e.run_id = r.id
     JOIN criterion_results cr ON cr.evaluation_id = e.id
+    LEFT JOIN labels lb ON lb.evaluation_id = e.id AND lb.criterion = cr.criterion
     WHERE {where}
     ORDER BY r.started_at, r.id, e.started_at, e.id, cr.position
 """
@@ -106,6 +108,11 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "weight",
         "checked_by",
         "score",
+        "evaluation_id",
+        "insufficient",
+        "human_passed",
+        "reviewer",
+        "label_note",
     ),
     "runs": (
         "run_id",
@@ -148,7 +155,10 @@ criterion's rubric weight (negative: a penalty), `criteria.checked_by` is `code`
 code check decided it, `criteria.score` the pass's score; `runs.score` is the score of
 the draft the run handed back (its best pass's with `keep=best`), `runs.best_iteration`
 that pass, and `runs.regression_count` its regressions (a criterion that passed in one pass and
-failed in the next, counted once when it happens).
+failed in the next, counted once when it happens). `criteria.insufficient` says the
+grader could not verify the criterion (then `passed` is false); `human_passed`, `reviewer`
+and `label_note` hold the human label beside the judge's `passed` (empty when unlabelled),
+and the file imports back with `python -m rubric_core label --input-file F`.
 """
 
 
@@ -191,6 +201,8 @@ def _iso(value: float | None) -> str | None:
 
 _PASSED = EXPORT_COLUMNS["criteria"].index("passed")
 _PASS_STARTED = EXPORT_COLUMNS["criteria"].index("started_at")
+_INSUFFICIENT = EXPORT_COLUMNS["criteria"].index("insufficient")
+_HUMAN_PASSED = EXPORT_COLUMNS["criteria"].index("human_passed")
 _TOOLS = EXPORT_COLUMNS["runs"].index("grader_tools")
 
 
@@ -251,6 +263,9 @@ def _dicts(
                 row = dict(zip(columns, values, strict=True))
                 if criteria:
                     row["passed"] = bool(row["passed"])
+                    row["insufficient"] = bool(row["insufficient"])
+                    if row["human_passed"] is not None:
+                        row["human_passed"] = bool(row["human_passed"])
                     row["started_at"] = _iso(row["started_at"])
                 else:
                     row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
@@ -269,6 +284,9 @@ def _csv_cells(batch: list[tuple[Any, ...]], criteria: bool) -> Iterator[list[An
         ]
         if criteria:
             cells[_PASSED] = "true" if cells[_PASSED] else "false"
+            cells[_INSUFFICIENT] = "true" if cells[_INSUFFICIENT] else "false"
+            if cells[_HUMAN_PASSED] is not None:
+                cells[_HUMAN_PASSED] = "true" if cells[_HUMAN_PASSED] else "false"
             cells[_PASS_STARTED] = _iso(cells[_PASS_STARTED])
         yield cells
 

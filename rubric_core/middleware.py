@@ -9,7 +9,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -21,8 +21,16 @@ from langchain_core.messages import AIMessage
 from langgraph.errors import GraphBubbleUp
 
 from rubric_core.errors import InputError
-from rubric_core.grader import Grader, GraderOutcome, GraderUsage, RetryPolicy, describe_exception
+from rubric_core.grader import (
+    Grader,
+    GraderOutcome,
+    GraderUsage,
+    Panel,
+    RetryPolicy,
+    describe_exception,
+)
 from rubric_core.grader.checked import checks_only_outcome, judged_names, merge_outcome
+from rubric_core.grader.judges import UNSET, Unset, build_judges, check_judges
 from rubric_core.messages import final_answer, grader_feedback_message
 from rubric_core.rubric import CriterionSpec, validate_criteria
 from rubric_core.schema import (
@@ -43,7 +51,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import HumanMessage
+    from langchain_core.messages import BaseMessage, HumanMessage
     from langchain_core.tools import BaseTool
     from langgraph.runtime import Runtime
 
@@ -102,6 +110,8 @@ class _Pass:
     usage: GraderUsage = field(default_factory=GraderUsage)
     previous: list[RubricEvaluation] = field(default_factory=list)
     """The attempt's earlier passes, oldest first."""
+    looping: bool = True
+    """`False` for `grade_transcript`: one pass outside a loop, its status is its verdict."""
 
     @property
     def criteria(self) -> list[str]:
@@ -182,6 +192,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         model: The grader's chat model: a `"provider:model-id"` string (resolved with
             `init_chat_model`) or a `BaseChatModel`. `None` is allowed when every
             criterion of the rubrics it will see has a code check (no judge is needed).
+            Give `model` or `panel`; giving neither is an error.
         system_prompt: Grading instructions replacing the built-in grader prompt.
         tools: Tools the grader may call for evidence before its verdict.
         max_iterations: Grading passes allowed per rubric attempt, 1 to 20.
@@ -201,6 +212,18 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             last answer already; `_rubric_best_iteration` records that pass.
         check_dir: What relative paths in code checks (`{pytest: tests/t.py}`,
             `{json: schema.json}`) are resolved against; the working directory if `None`.
+        panel: A judge panel instead of `model`: grader models (strings or
+            `BaseChatModel`s) that each grade every pass. Give `model` or `panel`.
+        samples: How many times each judge grades every pass (default 1). `model="m",
+            samples=3` samples one model three times; with `panel`, every judge k times.
+
+    With more than one judge (`panel`, or `samples` above 1) each criterion passes by
+    strict majority (`evaluate.combine_panel`): more than half of the judges pass it. A
+    tie is not a pass and its gap starts `judges split P-Q:`; the pass is `failed` only if
+    most judges say so. Each `RubricEvaluation` then carries `judges`: every judge's own
+    `{judge, result, explanation, criteria}`, in panel order. One judge (the default)
+    grades exactly as before, and its records have no `judges`. Code-checked criteria are
+    decided once, before the judges, who vote only on the others.
 
     Raises:
         TypeError: `max_iterations` is not an int, or `on_evaluation` is not callable.
@@ -230,7 +253,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     def __init__(
         self,
         *,
-        model: str | BaseChatModel | None,
+        model: str | BaseChatModel | Unset | None = UNSET,
         system_prompt: str | None = None,
         tools: Sequence[BaseTool] | None = None,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
@@ -241,14 +264,11 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         transcript_budget_chars: int = _DEFAULT_TRANSCRIPT_BUDGET,
         keep: KeepChoice = "last",
         check_dir: str | Path | None = None,
+        panel: Sequence[str | BaseChatModel] | None = None,
+        samples: int = 1,
     ) -> None:
         super().__init__()
-        if model is not None and not model:
-            msg = (
-                "model must be a 'provider:model-id' string or a BaseChatModel "
-                "(or None for rubrics whose every criterion has a code check)"
-            )
-            raise ValueError(msg)
+        judges = check_judges(model, panel, samples)
         if keep not in KEEP_CHOICES:
             msg = f"keep must be one of {', '.join(map(repr, KEEP_CHOICES))}, got {keep!r}"
             raise ValueError(msg)
@@ -272,18 +292,17 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         self.on_evaluation = on_evaluation
         self.keep: KeepChoice = keep
         self.check_dir = check_dir
-        self.grader: Grader | None = None
-        if model is None:
-            return
-        self.grader = Grader(
-            model,
+        retry = RetryPolicy(
+            attempts=retry_attempts,
+            initial_delay_s=retry_initial_delay_s,
+            max_delay_s=retry_max_delay_s,
+        )
+        # No judge at all with model=None: the rubrics must be checked by code alone.
+        self.grader: Grader | Panel | None = build_judges(
+            judges,
             system_prompt=system_prompt,
             tools=list(tools or []),
-            retry=RetryPolicy(
-                attempts=retry_attempts,
-                initial_delay_s=retry_initial_delay_s,
-                max_delay_s=retry_max_delay_s,
-            ),
+            retry=retry,
             budget_chars=transcript_budget_chars,
         )
 
@@ -306,19 +325,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         if graded is None:
             return None
         try:
-            checked = run_checks(
-                graded.specs, final_answer(state["messages"]), base_dir=self.check_dir
-            )
-            judged = judged_names(graded.specs)
-            outcome: GraderOutcome | Exception = self._with_checks(
-                graded,
-                checked,
-                self._require_grader(judged).grade(
-                    *self._grade_args(graded, judged, state), checked=list(checked.values())
-                )
-                if judged
-                else None,
-            )
+            outcome: GraderOutcome | Exception = self._grade(graded, state["messages"])
         except GraphBubbleUp:
             raise
         except Exception as exc:
@@ -337,19 +344,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         if graded is None:
             return None
         try:
-            checked = await arun_checks(
-                graded.specs, final_answer(state["messages"]), base_dir=self.check_dir
-            )
-            judged = judged_names(graded.specs)
-            outcome: GraderOutcome | Exception = self._with_checks(
-                graded,
-                checked,
-                await self._require_grader(judged).agrade(
-                    *self._grade_args(graded, judged, state), checked=list(checked.values())
-                )
-                if judged
-                else None,
-            )
+            outcome: GraderOutcome | Exception = await self._agrade(graded, state["messages"])
         except GraphBubbleUp:
             raise
         except Exception as exc:
@@ -359,14 +354,96 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             await self._aguard(pending_callback)
         return self._update(evaluation, self._best_update(graded, evaluation))
 
+    # -- outside a loop ----------------------------------------------------------------
+
+    def grade_transcript(
+        self,
+        messages: Sequence[BaseMessage],
+        rubric: str,
+        *,
+        grading_run_id: str | None = None,
+        outcome: GraderOutcome | None = None,
+    ) -> RubricEvaluation:
+        """Grade a finished transcript once, outside any agent loop, as a pass of the loop.
+
+        The same grader, payload and record as `after_agent` (grade-only runs and re-grading
+        use it), but no revision follows: the record's `status` is the verdict itself.
+        `on_evaluation` is called as in the loop.
+
+        Args:
+            messages: The conversation to judge, e.g. `[HumanMessage(input), AIMessage(output)]`.
+            rubric: The rubric (validated as in the loop).
+            grading_run_id: The record's `grading_run_id` (a fresh uuid by default).
+            outcome: A verdict already given, by a person for instance
+                (`grader.outcome_from_verdicts`) on every criterion; neither the grader nor
+                the code checks are then called.
+
+        Code checks run first and the judge (or panel) decides the other criteria, as in
+        the loop; the record carries its `score` (no `regressions`: it has no earlier pass).
+
+        Returns:
+            The pass's `RubricEvaluation` (`grader_error` if the grader raised, or when
+            `model=None` and a criterion has no code check).
+        """
+        graded = _Pass(
+            rubric=rubric,
+            specs=validate_criteria(rubric),
+            run_id=grading_run_id or str(uuid.uuid4()),
+            iteration=0,
+            looping=False,
+        )
+        judged: GraderOutcome | Exception
+        if outcome is not None:
+            judged = outcome
+        else:
+            try:
+                judged = self._grade(graded, messages)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                judged = exc
+        state = cast("RubricState", {"messages": list(messages)})
+        evaluation, pending_callback = self._conclude(state, None, graded, judged)
+        if pending_callback is not None:
+            self._guard(_run_coroutine_blocking, pending_callback)
+        return evaluation
+
     # -- shared logic ------------------------------------------------------------------
+
+    def _grade(self, graded: _Pass, messages: Sequence[BaseMessage]) -> GraderOutcome:
+        """One pass, synchronously: the code checks, then the judge on the rest."""
+        checked = run_checks(graded.specs, final_answer(messages), base_dir=self.check_dir)
+        judged = judged_names(graded.specs)
+        return self._with_checks(
+            graded,
+            checked,
+            self._require_grader(judged).grade(
+                *self._grade_args(graded, judged, messages), checked=list(checked.values())
+            )
+            if judged
+            else None,
+        )
+
+    async def _agrade(self, graded: _Pass, messages: Sequence[BaseMessage]) -> GraderOutcome:
+        """Async twin of `_grade`; the checks and the judge are awaited."""
+        checked = await arun_checks(graded.specs, final_answer(messages), base_dir=self.check_dir)
+        judged = judged_names(graded.specs)
+        return self._with_checks(
+            graded,
+            checked,
+            await self._require_grader(judged).agrade(
+                *self._grade_args(graded, judged, messages), checked=list(checked.values())
+            )
+            if judged
+            else None,
+        )
 
     @staticmethod
     def _grade_args(
-        graded: _Pass, judged: list[str], state: RubricState
+        graded: _Pass, judged: list[str], messages: Sequence[BaseMessage]
     ) -> tuple[str, list[str], Any, int, GraderUsage]:
         """What `Grader.grade`/`agrade` are called with: the judged criteria only."""
-        return graded.rubric, judged, state["messages"], graded.iteration, graded.usage
+        return graded.rubric, judged, messages, graded.iteration, graded.usage
 
     @staticmethod
     def _with_checks(
@@ -378,7 +455,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             return checks_only_outcome(checked)
         return merge_outcome(graded.specs, checked, judged)
 
-    def _require_grader(self, judged: Sequence[str]) -> Grader:
+    def _require_grader(self, judged: Sequence[str]) -> Grader | Panel:
         if self.grader is None:
             names = ", ".join(repr(name) for name in judged)
             msg = (
@@ -440,8 +517,8 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         )
         return graded
 
-    def _status_after(self, result: GraderVerdict, iteration: int) -> RubricStatus:
-        if result == "needs_revision" and iteration + 1 >= self.max_iterations:
+    def _status_after(self, result: GraderVerdict, iteration: int, looping: bool) -> RubricStatus:
+        if looping and result == "needs_revision" and iteration + 1 >= self.max_iterations:
             logger.info("rubric not met after %d grading passes", self.max_iterations)
             return "max_iterations_reached"
         return result
@@ -449,7 +526,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     def _conclude(
         self,
         state: RubricState,
-        runtime: Runtime[Any],
+        runtime: Runtime[Any] | None,
         graded: _Pass,
         outcome: GraderOutcome | Exception,
     ) -> tuple[RubricEvaluation, Awaitable[Any] | None]:
@@ -468,7 +545,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             explanation, criteria = describe_exception(outcome), []
         else:
             result = outcome.response.result
-            status = self._status_after(result, graded.iteration)
+            status = self._status_after(result, graded.iteration, graded.looping)
             explanation, criteria = outcome.explanation, outcome.criteria
         score = None if result == "grader_error" else score_pass(graded.specs, criteria)
         evaluation: RubricEvaluation = {
@@ -487,6 +564,8 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             "score": score,
             "regressions": regressions(list(graded.previous), criteria) if criteria else [],
         }
+        if not isinstance(outcome, Exception) and outcome.judges is not None:
+            evaluation["judges"] = outcome.judges
         self._emit_end(runtime, evaluation)
         callback_result = self._call_back(evaluation)
         return evaluation, callback_result if inspect.isawaitable(callback_result) else None
@@ -552,7 +631,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         return self._guard(self.on_evaluation, dict(evaluation))
 
     @staticmethod
-    def _emit(runtime: Runtime[Any], payload: dict[str, Any]) -> None:
+    def _emit(runtime: Runtime[Any] | None, payload: dict[str, Any]) -> None:
         writer = getattr(runtime, "stream_writer", None)
         if writer is None:
             return
@@ -561,7 +640,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         except Exception:
             logger.debug("custom stream writer raised; event dropped", exc_info=True)
 
-    def _emit_end(self, runtime: Runtime[Any], evaluation: RubricEvaluation) -> None:
+    def _emit_end(self, runtime: Runtime[Any] | None, evaluation: RubricEvaluation) -> None:
         self._emit(
             runtime,
             {

@@ -90,6 +90,16 @@ AgentKind = Literal["basic", "deep"]
 AGENT_KINDS: tuple[str, ...] = ("basic", "deep")
 """Every `AgentKind`."""
 
+GRADED_KIND = "graded"
+"""The `agent_kind` of a grade-only run: an existing output graded once, no agent
+(its `agent_model` is empty and it has no revision)."""
+
+RUN_AGENT_KINDS: tuple[str, ...] = (*AGENT_KINDS, GRADED_KIND)
+"""Every `agent_kind` a stored run may have: the agents a spec builds, and `graded`."""
+
+HUMAN_GRADER_PREFIX = "human:"
+"""`grader_model` of a pass a person graded (`human:<reviewer>`): no model was called."""
+
 MAX_ITERATIONS_LIMIT = 20
 """The most grading passes one rubric attempt may have (`max_iterations` is 1..20)."""
 
@@ -156,6 +166,27 @@ class CriterionVerdict(TypedDict):
     """On checked criteria: `True` when the check could not decide (a missing file, a
     sandbox that would not start); `passed` is then False, through no fault of the work."""
 
+    insufficient: NotRequired[bool]
+    """Present (and `True`) only when the grader could not verify the criterion from
+    what it was shown; `passed` is then `False` and `gap` says what it could not see.
+    Not a pass for the loop, but counted apart from a judged failure."""
+
+
+class JudgeRecord(TypedDict):
+    """One judge's own verdict on a pass graded by a panel (`RubricEvaluation.judges`)."""
+
+    judge: str
+    """The judge's name: its model (numbered `#1`, `#2`... when a model sits twice)."""
+
+    result: EvaluationResult
+    """This judge's verdict on the pass."""
+
+    explanation: str
+    """This judge's summary."""
+
+    criteria: list[CriterionVerdict]
+    """This judge's per-criterion verdicts, in rubric order."""
+
 
 class Criterion(BaseModel):
     """A criterion verdict as the grader must state it (reasoning before verdict)."""
@@ -178,10 +209,25 @@ class Criterion(BaseModel):
         ),
     )
 
+    insufficient: bool = Field(
+        default=False,
+        description=(
+            "True only if the transcript and tool results do not show enough to judge this "
+            "criterion either way (say, behaviour visible only in output you were not shown). "
+            "Then passed must be false and gap must say what evidence is missing."
+        ),
+    )
+
     @model_validator(mode="after")
     def _gap_on_failure(self) -> Criterion:
         if not self.name.strip():
             msg = "criterion name must not be empty"
+            raise ValueError(msg)
+        if self.insufficient and self.passed:
+            msg = (
+                f"criterion {self.name!r} is both passed and insufficient; insufficient "
+                "evidence is not a pass"
+            )
             raise ValueError(msg)
         if not self.passed and not (self.gap or "").strip():
             msg = f"criterion {self.name!r} failed but has no gap: say what must change"
@@ -189,10 +235,13 @@ class Criterion(BaseModel):
         return self
 
     def as_verdict(self) -> CriterionVerdict:
-        """The stored form: `{name, passed}` plus `gap` on failures only."""
+        """The stored form: `{name, passed}` plus `gap` on failures only, and
+        `insufficient: True` when the grader could not verify it."""
         verdict: CriterionVerdict = {"name": self.name.strip(), "passed": self.passed}
         if not self.passed:
             verdict["gap"] = (self.gap or "").strip()
+        if self.insufficient:
+            verdict["insufficient"] = True
         return verdict
 
 
@@ -239,7 +288,8 @@ class GraderResponse(BaseModel):
 
 class RubricEvaluation(TypedDict):
     """One grading pass, as kept in `_rubric_evaluations`, sent to `on_evaluation`
-    and stored by the runner. Every field is always present."""
+    and stored by the runner. Every field is always present except `judges`, which only
+    a panel's passes have."""
 
     grading_run_id: str
     """Shared by every pass of one rubric attempt."""
@@ -285,6 +335,11 @@ class RubricEvaluation(TypedDict):
 
     regressions: list[Regression]
     """Criteria that passed in an earlier pass of this grading run and fail now."""
+
+    judges: NotRequired[list[JudgeRecord]]
+    """Only on a pass graded by a panel (`RubricMiddleware(panel=..., samples=...)`):
+    every judge's own verdict, in panel order. `criteria` then holds the verdicts
+    combined by strict majority."""
 
 
 class RubricEvent(TypedDict):

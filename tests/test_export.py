@@ -106,6 +106,12 @@ def test_criteria_csv_cells_exact_and_formulas_neutralised(store, seeded):
         "weight": "1",
         "checked_by": "",
         "score": "",
+        # issue 9: the pass, insufficient evidence and the human label beside `passed`
+        "evaluation_id": failing["evaluation_id"],
+        "insufficient": "false",
+        "human_passed": "",
+        "reviewer": "",
+        "label_note": "",
     }
     passing = by_key[(str(first), "1", "has a title")]
     assert (passing["passed"], passing["gap"]) == ("true", "")

@@ -26,12 +26,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the parser can validate `{lines == 3}` without importing `tools`; scoring reads
     # parsed criteria and verdicts only. Both are pure functions of rubric values.
     ("check_registry", "rubric", "messages", "scoring"),
+    ("evaluate",),
     ("tools",),
     ("grader",),
     ("middleware",),
     ("models",),
     ("store",),
-    ("evaluate",),
     ("runs",),
     ("export",),
     ("ui",),

@@ -511,6 +511,266 @@ def test_run_page_keep_best_shows_scores_and_regressions(app: AppTest) -> None:
     assert any("Gives the release date" in w and "Pass 1" in w for w in warnings), warnings
 
 
+# ---------------------------------------------------------------- Review, Agreement, Experiments
+
+
+def _seed_graded(
+    db_path: Path,
+    make_evaluation: Callable[..., dict[str, Any]],
+    verdicts: list[list[tuple[str, bool] | tuple[str, bool, str]]],
+    *,
+    batch_id: str = "batch-seeded",
+) -> list[int]:
+    """Graded runs (no agent) with one pass each; returns the evaluation ids."""
+    store = Store(db_path)
+    try:
+        version = store.save_rubric_version("essay", "- has a title\n- cites a source")
+        ids = []
+        for number, pass_verdicts in enumerate(verdicts, start=1):
+            run_id = store.create_run(
+                rubric_version_id=version["id"], input=f"request {number}", agent_model="",
+                grader_model="replay:x", max_iterations=1, agent_kind="graded", batch_id=batch_id,
+            )  # fmt: skip
+            ids.append(
+                store.record_evaluation(
+                    run_id, make_evaluation(verdicts=pass_verdicts, draft=f"draft {number}")
+                )
+            )
+            store.finish_run(run_id, status="satisfied", final_output=f"draft {number}")
+        return ids
+    finally:
+        store.close()
+
+
+def _review_open(app: AppTest, reviewer: str = "ana") -> None:
+    _page(app, "review")
+    app.selectbox(key="review_rubric").set_value("essay").run()
+    app.text_input(key="review_reviewer").input(reviewer).run()
+
+
+def test_review_labels_a_pass_and_moves_to_the_next_unlabelled(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    fail = ("cites a source", False, "no source")
+    ids = _seed_graded(db_path, make_evaluation, [[("has a title", True), fail]] * 3)
+    _review_open(app)
+    _no_exception(app)
+    assert any("Pass 1 of 3 · 0 of 3 labelled" in c.value for c in app.caption)
+    assert "request 1" in [c.value for c in app.code]
+    assert any("Judge: fail — no source" in c.value for c in app.caption)
+    app.radio(key=f"review_{ids[0]}_0").set_value("pass")
+    app.radio(key=f"review_{ids[0]}_1").set_value("pass")
+    app.text_input(key=f"review_{ids[0]}_1_note").input("the link is in the footer")
+    app.button(key="review_save").click().run()
+    _no_exception(app)
+    assert any(f"Saved 2 label(s) on pass #{ids[0]} as ana" in s.value for s in app.success)
+    assert app.query_params["pass"] == [str(ids[1])] or app.query_params["pass"] == str(ids[1])
+    assert any("Pass 2 of 3 · 1 of 3 labelled" in c.value for c in app.caption)
+
+    app.button(key="review_agree").click().run()  # agree with the judge on pass 2
+    with Store(db_path) as store:
+        labels = store.labels_for(ids)
+    assert {k: v["human_passed"] for k, v in labels[ids[0]].items()} == {
+        "has a title": True,
+        "cites a source": True,
+    }
+    assert labels[ids[0]]["cites a source"]["label_note"] == "the link is in the footer"
+    assert labels[ids[0]]["cites a source"]["reviewer"] == "ana"
+    assert {k: v["human_passed"] for k, v in labels[ids[1]].items()} == {
+        "has a title": True,
+        "cites a source": False,
+    }
+
+    # Labels can be changed: back to pass 1, flip a verdict, save.
+    app.button(key="review_back").click().run()
+    app.button(key="review_back").click().run()
+    assert app.radio(key=f"review_{ids[0]}_1").value == "pass"
+    app.radio(key=f"review_{ids[0]}_1").set_value("fail")
+    app.button(key="review_save").click().run()
+    with Store(db_path) as store:
+        assert store.labels_for([ids[0]])[ids[0]]["cites a source"]["human_passed"] is False
+
+
+def test_review_without_a_name_does_not_save(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    _seed_graded(db_path, make_evaluation, [[("has a title", True), ("cites a source", True)]])
+    _page(app, "review")
+    app.selectbox(key="review_rubric").set_value("essay").run()
+    _no_exception(app)
+    assert app.button(key="review_save").disabled
+    assert any("Type your name" in c.value for c in app.caption)
+
+
+def test_review_opens_the_pass_named_in_the_url(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    ids = _seed_graded(db_path, make_evaluation, [[("has a title", True)]] * 3)
+    app.query_params["pass"] = str(ids[2])
+    _review_open(app)
+    assert any("Pass 3 of 3" in c.value for c in app.caption)
+    assert "request 3" in [c.value for c in app.code]
+
+
+def test_review_without_passes_says_what_to_do(app: AppTest, db_path: Path) -> None:
+    with Store(db_path) as store:
+        store.save_rubric_version("essay", "- has a title")
+    app.run()
+    _page(app, "review")
+    _no_exception(app)
+    assert any("No graded pass" in i.value for i in app.info)
+
+
+def test_agreement_page_reports_kappa_and_links_each_disagreement(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    title_ok, no_source = ("has a title", True), ("cites a source", False, "none")
+    ids = _seed_graded(db_path, make_evaluation, [[title_ok, no_source]] * 4)
+    human = [(True, False), (True, True), (False, False), (True, False)]
+    with Store(db_path) as store:
+        for eid, (title, source) in zip(ids, human, strict=True):
+            store.set_labels(eid, {"has a title": title, "cites a source": source}, reviewer="ana")
+    # Judge T,F on every pass. Pooled: TP 3, FP 1, FF 1, TF 3; p_o = 6/8,
+    # p_e = (4*4 + 4*4) / 64 = 1/2, kappa = (0.75 - 0.5) / 0.5 = 0.5.
+    app.run()
+    _page(app, "agreement")
+    app.selectbox(key="agree_rubric").set_value("essay").run()
+    _no_exception(app)
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Labelled items (n)"] == "8"
+    assert metrics["Agreement"] == "75.0%"
+    assert metrics["Cohen's kappa"] == "0.500"
+    table = app.dataframe[0].value
+    overall = table[table["criterion"] == "(overall)"].iloc[0]
+    assert overall["judge pass / human fail"] == 1 and overall["judge fail / human pass"] == 1
+    links = [link for link in app.page_link if "human" in link.value]
+    assert len(links) == 2  # pass 2 (false fail on the source), pass 3 (false pass on the title)
+    assert all("review" in link.proto.page for link in links)
+    queries = sorted(link.proto.query_string for link in links)
+    assert [q.split("&")[0] for q in queries] == sorted(f"pass={i}" for i in (ids[1], ids[2]))
+
+
+def test_agreement_page_without_labels_says_so(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    _seed_graded(db_path, make_evaluation, [[("has a title", True)]])
+    app.run()
+    _page(app, "agreement")
+    app.selectbox(key="agree_rubric").set_value("essay").run()
+    _no_exception(app)
+    assert any("no human labels" in i.value for i in app.info)
+
+
+def _load_bottle_rubric(app: AppTest) -> None:
+    _page(app, "run")
+    app.selectbox(key="run_scenario_helper").set_value("satisfied_first_try")
+    app.button(key="run_use_scenario").click().run()
+
+
+def test_batch_page_grades_uploaded_outputs_and_keeps_their_labels(
+    app: AppTest, db_path: Path
+) -> None:
+    from studio_ui import run_registry
+
+    _load_bottle_rubric(app)
+    _page(app, "batch")
+    app.toggle(key="batch_graded").set_value(True).run()
+    good = "```text\\nIt keeps drinks cold. It is light.\\n```"
+    labels = '{""Exactly two sentences"": false}'
+    data = f'input,output,labels\nq1,"{good}",\nq2,"{good}","{labels}"\n'.replace("\\n", "\n")
+    app.file_uploader(key="batch_graded_upload").upload("outs.csv", data.encode(), "text/csv")
+    app.run()
+    _no_exception(app)
+    assert any("2 row(s) read from outs.csv, 1 with labels" in s.value for s in app.success)
+    app.selectbox(key="batch_graded_rubric").set_value("satisfied_first_try").run()
+    app.selectbox(key="batch_graded_grader_scenario").set_value("satisfied_first_try")
+    app.multiselect(key="batch_graded_tools").set_value(["text_stats"])
+    app.button(key="batch_graded_launch").click().run()
+    assert not app.error, [e.value for e in app.error]
+    job = run_registry().batch(app.session_state["batch_graded_watch"])
+    job.thread.join(RUN_TIMEOUT_S)
+    app.run()
+    _no_exception(app)
+    assert {m.label: m.value for m in app.metric}["Graded rows"] == "2"
+    with Store(db_path) as store:
+        runs = store.list_runs(batch_id=job.batch_id)
+        assert {r["agent_kind"] for r in runs} == {"graded"}
+        stored = store.all_labels()
+    assert list(stored.values()) == [{"Exactly two sentences": False}]
+
+
+def test_batch_page_graded_dataset_without_output_is_explained(app: AppTest) -> None:
+    _load_bottle_rubric(app)
+    _page(app, "batch")
+    app.toggle(key="batch_graded").set_value(True).run()
+    app.file_uploader(key="batch_graded_upload").upload("outs.csv", b"input\nq\n", "text/csv")
+    app.run()
+    _no_exception(app)
+    assert any("'output' column" in e.value for e in app.error)
+
+
+def test_run_page_human_grader_drives_the_pass_and_becomes_labels(
+    app: AppTest, db_path: Path
+) -> None:
+    _load_bottle_rubric(app)
+    app.toggle(key="run_graded").set_value(True).run()
+    app.selectbox(key="grade_one_rubric").set_value("satisfied_first_try").run()
+    app.text_area(key="grade_one_input").input("Describe the bottle.")
+    app.text_area(key="grade_one_output").input("It keeps drinks cold. It is light. Buy it.")
+    app.text_input(key="grade_one_reviewer").input("ana").run()
+    app.radio(key="grade_one_0").set_value("fail")
+    app.text_input(key="grade_one_0_gap").input("three sentences")
+    app.radio(key="grade_one_1").set_value("pass")
+    app.radio(key="grade_one_2").set_value("insufficient")
+    app.text_input(key="grade_one_2_gap").input("cannot tell")
+    app.button(key="grade_one_record").click().run()
+    _no_exception(app)
+    assert not app.error, [e.value for e in app.error]
+    run_id = app.session_state["grade_one_last"]
+    with Store(db_path) as store:
+        run = store.get_run(run_id)
+        evaluation = store.run_evaluations(run_id)[0]
+        labels = store.labels_for([evaluation["id"]])[evaluation["id"]]
+    assert run["agent_kind"] == "graded" and run["grader_model"] == "human:ana"
+    assert evaluation["result"] == "needs_revision"
+    assert {k: v["human_passed"] for k, v in labels.items()} == {
+        "Exactly two sentences": False,
+        "Fewer than 40 words": True,
+    }  # insufficient evidence is not a label
+
+
+def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_path: Path) -> None:
+    from rubric_core.runs.grade import grade_outputs
+    from studio_ui import regrade_jobs
+
+    _load_bottle_rubric(app)
+    with Store(db_path) as store:
+        version = store.rubric_versions("satisfied_first_try")[-1]
+        rows = [
+            {"row": n, "input": f"q{n}", "output": f"```text\n{text}\n```", "labels": {}}
+            for n, text in enumerate(["It is cold. It is light.", "It is cold."], start=2)
+        ]
+        grade_outputs(
+            store, rows, rubric_version_id=version["id"],
+            grader_model="replay:satisfied_first_try", grader_tools=["text_stats"],
+        )  # fmt: skip
+    _page(app, "experiments")
+    _no_exception(app)
+    for _ in range(2):
+        app.selectbox(key="exp_grader_scenario").set_value("satisfied_first_try")
+        app.multiselect(key="exp_tools").set_value(["text_stats"])
+        app.button(key="exp_launch").click().run()
+        assert not app.error, [e.value for e in app.error]
+        job = regrade_jobs()[app.session_state["exp_watch"]]
+        job.thread.join(RUN_TIMEOUT_S)
+        app.run()
+    _no_exception(app)
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Verdicts compared"] == "6"
+    assert metrics["Improved (fail → pass)"] == "0"
+    assert len(app.dataframe[0].value) == 2
+
+
 # ---------------------------------------------------------------- PostgreSQL store
 
 

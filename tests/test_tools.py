@@ -162,3 +162,19 @@ def test_make_run_test_suite_binds_the_tests():
     assert tool.invoke({"code": "def double(x):\n    return x\n"}).startswith("FAILED: 1 failed")
     with pytest.raises(ValueError, match="tests must be"):
         make_run_test_suite("  ")
+
+
+def test_run_test_suite_says_when_pytest_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fresh `pip install -r requirements.txt` once left pytest out; the grader then
+    # read "FAILED: no tests ran" and asked the agent to fix code that was never run.
+    from rubric_core.tools import test_runner
+    from rubric_core.tools.sandbox import SandboxResult
+
+    def no_pytest(*args: object, **kwargs: object) -> SandboxResult:
+        output = "/venv/bin/python: No module named pytest\n"
+        return SandboxResult(returncode=1, output=output, output_bytes=len(output))
+
+    monkeypatch.setattr(test_runner, "run_sandboxed", no_pytest)
+    report = test_runner.run_test_suite.invoke({"code": "x = 1", "tests": "def test_x(): pass"})
+    assert report.startswith("ERROR: pytest is not installed")
+    assert "requirements.txt" in report

@@ -2,7 +2,8 @@
 
 Modules: `common` (exit codes, the one-line input error, store and rubric lookups),
 `options` (the option set `run` and `batch` share and the `RunSpec` it builds),
-`running` (`run`, `resume`, `batch`), `data` (`export`, `rubrics`, `scenarios`).
+`running` (`run`, `resume`, `batch`), `data` (`export`, `rubrics`, `scenarios`),
+`workbench` (`grade`, `regrade`, `label`, `agreement`: testing a rubric).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import click
 from rubric_core.cli.common import CONTEXT, describe_status
 from rubric_core.cli.data import export, rubrics, scenarios
 from rubric_core.cli.running import batch, format_summary, resume, run
+from rubric_core.cli.workbench import agreement, grade, label, regrade
 
 __all__ = ["cli", "describe_status", "format_summary", "main"]
 
@@ -30,10 +32,12 @@ def cli() -> None:
         python -m rubric_core run --scenario haiku
         python -m rubric_core rubrics add haiku rubric.txt --tag poetry
         python -m rubric_core run --rubric haiku --input "Write a haiku about rain"
+        python -m rubric_core grade --input-file outputs.csv --rubric haiku --grader MODEL
+        python -m rubric_core agreement --json
     """
 
 
-for _command in (run, resume, batch, export, rubrics, scenarios):
+for _command in (run, resume, batch, export, rubrics, scenarios, grade, regrade, label, agreement):
     cli.add_command(_command)
 
 

@@ -7,11 +7,14 @@ verdict is mapped onto the rubric, and the sub-agent that runs one grading pass.
 - `align`: matching the grader's criterion names to the rubric's.
 - `usage`: `GraderUsage`, the attempts and tokens of one pass.
 - `subagent`: `Grader`, which runs a pass, and its correction cap.
+- `panel`: `Panel`, judges combined by strict majority; `outcome_from_verdicts` for a person's.
+- `judges`: who grades a pass (one grader, a panel, or none: code checks only).
 """
 
 from __future__ import annotations
 
 from rubric_core.grader.align import align_criteria
+from rubric_core.grader.panel import Panel, judge_name, outcome_from_verdicts
 from rubric_core.grader.prompt import GRADER_SYSTEM_PROMPT, build_payload
 from rubric_core.grader.retry import RetryPolicy, describe_exception, http_status, is_transient
 from rubric_core.grader.subagent import Grader, GraderOutcome, GraderOutputError
@@ -24,11 +27,14 @@ __all__ = [
     "GraderOutcome",
     "GraderOutputError",
     "GraderUsage",
+    "Panel",
     "RetryPolicy",
     "align_criteria",
     "build_payload",
     "describe_exception",
     "http_status",
     "is_transient",
+    "judge_name",
+    "outcome_from_verdicts",
     "render_transcript",
 ]

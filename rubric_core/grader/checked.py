@@ -82,7 +82,8 @@ def merge_outcome(
     """The judge's outcome with the checked verdicts put back, all in rubric order.
 
     The pass is `satisfied` only if every criterion, checked or judged, passed; a
-    `failed` verdict (the rubric cannot be evaluated) stands as the judge gave it.
+    `failed` verdict (the rubric cannot be evaluated) stands as the judge gave it. A
+    criterion the judge found insufficient evidence for is not passed, so not satisfied.
     Judged verdicts the rubric does not name (none, normally) keep their place after.
     """
     if not checked:
@@ -103,4 +104,7 @@ def merge_outcome(
     if failed_checks:
         note = _explain(list(checked.values()))
         explanation = f"{explanation} ({note})" if explanation else note
-    return GraderOutcome(response=response, criteria=merged, explanation=explanation)
+    # A panel's own records (its judges voted on the judged criteria only) stay on the pass.
+    return GraderOutcome(
+        response=response, criteria=merged, explanation=explanation, judges=judged.judges
+    )

@@ -24,7 +24,10 @@ How you work:
 3. If you have tools, use them to gather evidence (run the tests, count syllables or words, \
 check patterns) before you decide. Never guess what a tool could tell you.
 4. Judge each checklist item on its own. It passes only when the evidence positively \
-confirms it. For each failing item write a `gap`: one or two sentences the agent can act on.
+confirms it. For each failing item write a `gap`: one or two sentences the agent can act on. \
+If neither the transcript nor your tools can show whether an item holds (say, it concerns \
+output you were not shown), set `insufficient` to true: it is not a pass, and its `gap` \
+says what evidence is missing.
 5. Answer by calling the `GraderResponse` tool, with exactly one entry per checklist item, \
 in checklist order, reusing each item's text as its `name`.
 

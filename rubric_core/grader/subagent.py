@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
     from rubric_core.grader.usage import GraderUsage
-    from rubric_core.schema import CriterionVerdict
+    from rubric_core.schema import CriterionVerdict, JudgeRecord
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,9 @@ class GraderOutcome:
 
     explanation: str
     """The grader's summary, with a note when it skipped criteria."""
+
+    judges: list[JudgeRecord] | None = None
+    """Only from a `Panel`: every judge's own verdict, kept on the pass's record."""
 
 
 class _CorrectionLimit(AgentMiddleware[AgentState[Any], Any, Any]):

@@ -6,11 +6,21 @@ import csv
 import io
 import json
 from pathlib import Path, PurePath
+from typing import Any, TypedDict
 
 from rubric_core.errors import InputError
+from rubric_core.evaluate import LabelError, parse_dataset_labels
 from rubric_core.runs.spec import MAX_INPUT_CHARS
 
-__all__ = ["DATASET_SUFFIXES", "DatasetError", "load_dataset", "load_upload"]
+__all__ = [
+    "DATASET_SUFFIXES",
+    "DatasetError",
+    "GradedRow",
+    "load_dataset",
+    "load_graded_dataset",
+    "load_graded_upload",
+    "load_upload",
+]
 
 _BINARY_SNIFF_BYTES = 8192
 _SUFFIXES_CSV = (".csv",)
@@ -154,8 +164,12 @@ def load_dataset(path: str | Path) -> list[str]:
         ['Write a haiku about rain', 'Write a haiku about snow']
     """
     path = Path(path)
+    return _parse(str(path), path.suffix.casefold(), _read(path))
+
+
+def _read(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError as exc:
         msg = f"{path}: no such file"
         raise DatasetError(msg) from exc
@@ -165,7 +179,6 @@ def load_dataset(path: str | Path) -> list[str]:
     except OSError as exc:
         msg = f"{path}: cannot be read ({exc.strerror})"
         raise DatasetError(msg) from exc
-    return _parse(str(path), path.suffix.casefold(), data)
 
 
 def load_upload(file_name: str, data: bytes) -> list[str]:
@@ -193,3 +206,130 @@ def load_upload(file_name: str, data: bytes) -> list[str]:
         )
         raise DatasetError(msg)
     return _parse(file_name, suffix, data)
+
+
+# --------------------------------------------------------------------------- graded datasets
+
+
+class GradedRow(TypedDict):
+    """One row of a dataset of existing outputs to grade (no agent runs)."""
+
+    row: int
+    """Its row (CSV, the header is row 1) or line (JSONL) number."""
+
+    input: str
+    """The request the output answered."""
+
+    output: str
+    """The output to grade."""
+
+    labels: dict[str, bool]
+    """Expected verdicts from the optional `labels` column (criterion to true/false)."""
+
+
+def _graded_row(name: str, where: str, number: int, record: dict[str, Any]) -> GradedRow:
+    text = _check_value(name, where, record.get("input"))
+    output = record.get("output")
+    if not isinstance(output, str):
+        msg = f"{name}: {where}: 'output' must be text, got {type(output).__name__}"
+        raise DatasetError(msg)
+    if not output.strip():
+        msg = f"{name}: {where} has an empty output; there is nothing to grade"
+        raise DatasetError(msg)
+    try:
+        labels = parse_dataset_labels(record.get("labels"), row=where, source=name)
+    except LabelError as exc:
+        raise DatasetError(str(exc)) from exc
+    return {"row": number, "input": text, "output": output, "labels": labels}
+
+
+def _graded_csv(name: str, text: str) -> list[GradedRow]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    names = [cell.strip().lstrip("\ufeff").casefold() for cell in header or []]
+    missing = [column for column in ("input", "output") if column not in names]
+    if missing:
+        msg = (
+            f"{name}: has no {' or '.join(map(repr, missing))} column (columns: "
+            f"{', '.join(c.strip() for c in header or []) or 'none'}); a dataset to grade needs "
+            "'input' and 'output' columns (and, optionally, 'labels')"
+        )
+        raise DatasetError(msg)
+    rows: list[GradedRow] = []
+    try:
+        for row in reader:
+            if not row:
+                continue
+            record = {n: row[i] if i < len(row) else "" for i, n in enumerate(names)}
+            number = len(rows) + 2
+            rows.append(_graded_row(name, f"row {number}", number, record))
+    except csv.Error as exc:
+        msg = f"{name}: line {reader.line_num} is not valid CSV: {exc}"
+        raise DatasetError(msg) from exc
+    return rows
+
+
+def _graded_jsonl(name: str, text: str) -> list[GradedRow]:
+    rows: list[GradedRow] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            msg = f"{name}: line {number} is not valid JSON ({exc.msg} at column {exc.colno})"
+            raise DatasetError(msg) from exc
+        if not isinstance(item, dict) or "output" not in item or "input" not in item:
+            keys = ", ".join(map(str, item)) if isinstance(item, dict) else type(item).__name__
+            msg = (
+                f"{name}: line {number} needs an object with 'input' and 'output' keys "
+                f"(got {keys}); a dataset to grade holds existing outputs"
+            )
+            raise DatasetError(msg)
+        rows.append(_graded_row(name, f"line {number}", number, item))
+    return rows
+
+
+def _parse_graded(name: str, suffix: str, data: bytes) -> list[GradedRow]:
+    text = _decode(name, data)
+    if suffix not in DATASET_SUFFIXES:
+        msg = f"{name}: use a .csv (with 'input' and 'output' columns) or a .jsonl file"
+        raise DatasetError(msg)
+    rows = _graded_jsonl(name, text) if suffix in _SUFFIXES_JSONL else _graded_csv(name, text)
+    if not rows:
+        msg = f"{name}: has no rows to grade"
+        raise DatasetError(msg)
+    return rows
+
+
+def load_graded_dataset(path: str | Path) -> list[GradedRow]:
+    """Read a dataset of existing outputs to grade: `input` + `output` (+ optional `labels`).
+
+    CSV with `input` and `output` columns, or JSONL objects with those keys. A `labels`
+    column (or key) holds a JSON object from criterion name to `true`/`false`: expected
+    verdicts, stored as human labels.
+
+    Raises:
+        DatasetError: No `output` column, an empty output, unreadable labels...; the
+            message names the file and the row.
+
+    Examples:
+        >>> load_graded_dataset("graded.csv")  # doctest: +SKIP
+        [{'row': 2, 'input': 'Write a haiku', 'output': '...', 'labels': {}}]
+    """
+    path = Path(path)
+    return _parse_graded(str(path), path.suffix.casefold(), _read(path))
+
+
+def load_graded_upload(file_name: str, data: bytes) -> list[GradedRow]:
+    """`load_graded_dataset` for an upload (its name and bytes).
+
+    Examples:
+        >>> load_graded_upload("g.csv", b"input,output\\nq,a\\n")
+        [{'row': 2, 'input': 'q', 'output': 'a', 'labels': {}}]
+        >>> load_graded_upload("g.csv", b"input\\nq\\n")
+        Traceback (most recent call last):
+        ...
+        rubric_core.runs.datasets.DatasetError: g.csv: has no 'output' column (columns: input); a dataset to grade needs 'input' and 'output' columns (and, optionally, 'labels')
+    """
+    return _parse_graded(file_name, PurePath(file_name).suffix.casefold(), data)

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.rubric import RubricError, parse_criteria, validate_rubric
-from rubric_core.schema import AGENT_KINDS, KEEP_CHOICES, RUN_STATUSES
+from rubric_core.schema import GRADED_KIND, KEEP_CHOICES, RUN_AGENT_KINDS, RUN_STATUSES
 from rubric_core.store.errors import StoreError
+from rubric_core.store.experiments import ExperimentsMixin
 from rubric_core.store.filters import RunFilters
+from rubric_core.store.labels import LabelsMixin
 from rubric_core.store.owner import current_owner
 from rubric_core.store.paths import default_db_target, is_postgres_url, redact_url
 from rubric_core.store.rows import evaluation_row, message_row
@@ -37,7 +39,7 @@ __all__ = ["Store"]
 _FINAL_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
 
 
-class Store:
+class Store(LabelsMixin, ExperimentsMixin):
     """Rubrics, runs, grading passes and transcripts, kept in one database.
 
     Two backends, one API and one set of queries (`rubric_core.store.sqlbase`):
@@ -48,6 +50,10 @@ class Store:
     - PostgreSQL (a `postgresql://` URL; `rubric_core.store.postgres`): a psycopg 3
       connection pool; every write is one transaction committed before the call
       returns. Many processes and hosts may share the database.
+
+    Human labels (`set_labels`, `labels_for`, `review_items`...) and re-grading
+    experiments (`create_experiment`, `experiment_verdicts`...) come from
+    `store.labels` and `store.experiments`, on the same backends.
 
     Safe to share across threads.
 
@@ -266,15 +272,15 @@ class Store:
         """
         require_int(rubric_version_id, "rubric_version_id")
         require_text(input, "input")
-        require_text(agent_model, "agent_model")
+        require_text(agent_model, "agent_model", allow_empty=agent_kind == GRADED_KIND)
         require_text(grader_model, "grader_model")
         if isinstance(grader_tools, str) or not isinstance(grader_tools, Iterable):
             msg = f"grader_tools must be a list of tool names, got {grader_tools!r}"
             raise StoreError(msg, kind="invalid")
         tools = [require_text(tool, "grader tool name").strip() for tool in grader_tools]
         require_int(max_iterations, "max_iterations", minimum=1)
-        if agent_kind not in AGENT_KINDS:
-            msg = f"agent_kind must be one of {', '.join(AGENT_KINDS)}, got {agent_kind!r}"
+        if agent_kind not in RUN_AGENT_KINDS:
+            msg = f"agent_kind must be one of {', '.join(RUN_AGENT_KINDS)}, got {agent_kind!r}"
             raise StoreError(msg, kind="invalid")
         optional_text(agent_system_prompt, "agent_system_prompt")
         optional_text(grader_system_prompt, "grader_system_prompt")

@@ -4,7 +4,8 @@ A step here must use only what SQLite and PostgreSQL both accept: `ALTER TABLE .
 COLUMN` with `INTEGER`/`TEXT`/`DOUBLE PRECISION` columns, `CREATE [UNIQUE] INDEX` (partial
 ones too). A table needs an identity key, which the two spell differently, so a new table
 is one `CREATE TABLE` per dialect in `sqlite/migrations.py` and `postgres/migrations.py`
-under the same name. Append new steps; never edit an applied one.
+under the same name. Each backend applies its own steps and these in the order of their
+names. Append new steps; never edit an applied one.
 """
 
 from __future__ import annotations
@@ -42,4 +43,4 @@ PORTABLE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
 )
-"""(name, statements) in order, applied after each backend's own steps of lower number."""
+"""(name, statements), applied among each backend's own steps in name order."""

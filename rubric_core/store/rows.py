@@ -13,7 +13,14 @@ from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES
 from rubric_core.store.errors import StoreError
 from rubric_core.store.validation import require_int, require_text
 
-__all__ = ["CriterionRow", "MessageRow", "evaluation_row", "message_row"]
+__all__ = [
+    "CriterionRow",
+    "MessageRow",
+    "evaluation_row",
+    "message_row",
+    "pass_run_id",
+    "stored_verdict",
+]
 
 _REQUIRED_EVALUATION_KEYS = ("grading_run_id", "iteration", "result", "status", "criteria")
 _MESSAGE_FIELDS = ("name", "content", "additional_kwargs", "tool_calls", "tool_call_id")
@@ -43,6 +50,8 @@ class CriterionRow(NamedTuple):
     """The criterion's weight in the rubric (negative: a penalty)."""
     checked_by: str | None = None
     """`"code"` when a code check decided it."""
+    insufficient: bool = False
+    """The grader could not verify it (then `passed` is `False`)."""
 
 
 def message_row(run_id: int, position: int, message: object) -> MessageRow:
@@ -124,14 +133,22 @@ def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[Criter
         if checked_by is not None and not isinstance(checked_by, str):
             msg = f"{where} ({name!r}) checked_by must be a string"
             raise StoreError(msg, kind="invalid")
+        insufficient = verdict.get("insufficient", False)
+        if not isinstance(insufficient, bool) or (insufficient and passed):
+            msg = (
+                f"{where} ({name!r}) insufficient must be true or false, and never true "
+                f"on a pass, got {insufficient!r}"
+            )
+            raise StoreError(msg, kind="invalid")
         rows.append(
             CriterionRow(
                 position,
                 name.strip(),
                 passed,
                 gap or None,
-                weights.get(name.strip(), 1),
-                checked_by or None,
+                weight=weights.get(name.strip(), 1),
+                checked_by=checked_by or None,
+                insufficient=insufficient,
             )
         )
     return rows
@@ -216,4 +233,49 @@ def evaluation_row(
     # (the dashboard's heatmap marks the same transitions); one that keeps failing is
     # still listed in `regressions`, for the feedback, but is not counted again.
     values["regression_count"] = sum(1 for r in regressed if r["passed_in"] == iteration)
+    judges = evaluation.get("judges")
+    if judges is not None:
+        if isinstance(judges, str | bytes) or not isinstance(judges, Sequence):
+            msg = f"evaluation judges must be a list of judge verdicts, got {judges!r}"
+            raise StoreError(msg, kind="invalid")
+        values["judges"] = json.dumps(list(judges), ensure_ascii=False, default=str)
     return values, _criterion_rows(evaluation["criteria"], weights or {})
+
+
+def stored_verdict(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A criterion row read back (`criterion, passed, gap, insufficient`, and on a run's
+    passes `weight, checked_by`) as a verdict dict.
+
+    Only what differs from a plain judged criterion of weight 1 is added, so verdicts
+    read back as the middleware gave them.
+
+    Examples:
+        >>> stored_verdict({"criterion": "a", "passed": 0, "gap": "?", "insufficient": 1})
+        {'name': 'a', 'passed': False, 'gap': '?', 'insufficient': True}
+        >>> row = {"criterion": "a", "passed": 1, "gap": None, "insufficient": 0}
+        >>> stored_verdict({**row, "weight": 2, "checked_by": "code"})
+        {'name': 'a', 'passed': True, 'checked_by': 'code', 'weight': 2}
+    """
+    verdict: dict[str, Any] = {"name": row["criterion"], "passed": bool(row["passed"])}
+    if row["gap"] is not None:
+        verdict["gap"] = row["gap"]
+    if row["insufficient"]:
+        verdict["insufficient"] = True
+    if row.get("checked_by") is not None:
+        verdict["checked_by"] = row["checked_by"]
+    if row.get("weight", 1) != 1:
+        verdict["weight"] = row["weight"]
+    return verdict
+
+
+def pass_run_id(tx: Any, evaluation_id: int) -> int:
+    """The run of stored pass `evaluation_id`, read inside a write job (`tx`, a `sqlbase.Tx`).
+
+    Raises:
+        StoreError: Of kind `invalid`: no pass has that id.
+    """
+    found = tx.one("SELECT run_id FROM evaluations WHERE id = ?", (evaluation_id,))
+    if found is None:
+        msg = f"no grading pass has evaluation id {evaluation_id}"
+        raise StoreError(msg, kind="invalid")
+    return int(found[0])

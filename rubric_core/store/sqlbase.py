@@ -25,9 +25,9 @@ from typing import Any, Protocol, TypeVar
 from rubric_core.store.errors import unknown_rubric, unknown_run, unknown_version
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import Owner, pid_alive
-from rubric_core.store.rows import CriterionRow, MessageRow
+from rubric_core.store.rows import CriterionRow, MessageRow, stored_verdict
 
-__all__ = ["Dialect", "SQLBackend", "Tx", "now_iso", "parse_iso"]
+__all__ = ["Dialect", "SQLBackend", "Tx", "now_iso", "parse_iso", "returned_id"]
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -95,8 +95,8 @@ def parse_iso(value: str) -> dt.datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
-def _first(row: tuple[Any, ...] | None) -> int:
-    """The id an `INSERT ... RETURNING id` produced."""
+def returned_id(row: tuple[Any, ...] | None) -> int:
+    """The id an `INSERT ... RETURNING id` (or a `SELECT id`) produced."""
     if row is None:  # pragma: no cover - RETURNING always yields a row here
         msg = "INSERT ... RETURNING gave no row"
         raise RuntimeError(msg)
@@ -182,16 +182,22 @@ class SQLBackend(abc.ABC):
     def close(self) -> None:
         """Finish pending writes and close every connection. Idempotent."""
 
+    def write(self, job: Callable[[Tx], _T]) -> _T:
+        """Run `job` (SQL in `?` style through its `Tx`) in one transaction; its result once
+        committed. For the store modules beside the facade (`labels`, `experiments`)."""
+        return self._write(job)
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """The rows of one read (SQL in `?` style), as dicts."""
         return self._query(sql, params)
 
-    def _query_one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        """The first row of one read, or None."""
         rows = self._query(sql, params)
         return rows[0] if rows else None
 
     def _known_run(self, run_id: int) -> None:
-        if self._query_one("SELECT 1 AS one FROM runs WHERE id = ?", (run_id,)) is None:
+        if self.query_one("SELECT 1 AS one FROM runs WHERE id = ?", (run_id,)) is None:
             raise unknown_run(run_id)
 
     # --- rubrics ------------------------------------------------------------------------
@@ -209,7 +215,7 @@ class SQLBackend(abc.ABC):
                 "ON CONFLICT (name) DO NOTHING RETURNING id",
                 (name, now, now),
             )
-            rubric_id = _first(tx.one(f"SELECT id FROM rubrics WHERE name = ?{lock}", (name,)))
+            rubric_id = returned_id(tx.one(f"SELECT id FROM rubrics WHERE name = ?{lock}", (name,)))
             if tags is not None:
                 _replace_tags(tx, rubric_id, tags)
             latest = tx.one(
@@ -219,7 +225,7 @@ class SQLBackend(abc.ABC):
             )
             if latest is not None and latest[2] == text:
                 return int(latest[0])
-            version_id = _first(
+            version_id = returned_id(
                 tx.one(
                     "INSERT INTO rubric_versions (rubric_id, version, text, criteria, note, "
                     "created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
@@ -287,7 +293,7 @@ class SQLBackend(abc.ABC):
 
     def get_rubric_version(self, version_id: int) -> dict[str, Any]:
         """One version row by id."""
-        row = self._query_one(f"{_VERSION_SELECT} WHERE v.id = ?", (version_id,))
+        row = self.query_one(f"{_VERSION_SELECT} WHERE v.id = ?", (version_id,))
         if row is None:
             raise unknown_version(version_id)
         return _decode_version(row)
@@ -323,7 +329,7 @@ class SQLBackend(abc.ABC):
             )
             if inserted is not None:
                 return int(inserted[0])
-            return _first(
+            return returned_id(
                 tx.one(
                     "SELECT id FROM runs WHERE batch_id = ? AND input_index = ?",
                     (values["batch_id"], values["input_index"]),
@@ -346,7 +352,7 @@ class SQLBackend(abc.ABC):
 
         def job(tx: Tx) -> int:
             _require_run(tx, run_id)
-            evaluation_id = _first(
+            evaluation_id = returned_id(
                 tx.one(
                     f"INSERT INTO evaluations ({', '.join(columns)}) "
                     f"VALUES ({', '.join('?' for _ in columns)}) "
@@ -358,7 +364,7 @@ class SQLBackend(abc.ABC):
             tx.run("DELETE FROM criterion_results WHERE evaluation_id = ?", (evaluation_id,))
             tx.many(
                 "INSERT INTO criterion_results (evaluation_id, position, run_id, criterion, "
-                "passed, gap, weight, checked_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "passed, gap, weight, checked_by, insufficient) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         evaluation_id,
@@ -369,6 +375,7 @@ class SQLBackend(abc.ABC):
                         row.gap,
                         row.weight,
                         row.checked_by,
+                        int(row.insufficient),
                     )
                     for row in criteria
                 ],
@@ -461,13 +468,13 @@ class SQLBackend(abc.ABC):
         clauses: list[str] = []
         params: list[Any] = []
         if filters.rubric is not None:
-            row = self._query_one("SELECT id FROM rubrics WHERE name = ?", (filters.rubric,))
+            row = self.query_one("SELECT id FROM rubrics WHERE name = ?", (filters.rubric,))
             if row is None:
                 raise unknown_rubric(filters.rubric)
             clauses.append("r.rubric_id = ?")
             params.append(row["id"])
         if filters.version_id is not None:
-            known = self._query_one(
+            known = self.query_one(
                 "SELECT 1 AS one FROM rubric_versions WHERE id = ?", (filters.version_id,)
             )
             if known is None:
@@ -494,7 +501,7 @@ class SQLBackend(abc.ABC):
 
     def get_run(self, run_id: int) -> dict[str, Any]:
         """One run, with its rubric's name and version."""
-        row = self._query_one(f"SELECT {_RUN_COLUMNS} {_RUN_FROM} WHERE r.id = ?", (run_id,))
+        row = self.query_one(f"SELECT {_RUN_COLUMNS} {_RUN_FROM} WHERE r.id = ?", (run_id,))
         if row is None:
             raise unknown_run(run_id)
         return _decode_run(row)
@@ -512,7 +519,7 @@ class SQLBackend(abc.ABC):
     def count_runs(self, filters: RunFilters) -> int:
         """How many runs match."""
         where, params = self.run_filter_sql(filters)
-        row = self._query_one(f"SELECT COUNT(*) AS n FROM runs r WHERE {where}", params)
+        row = self.query_one(f"SELECT COUNT(*) AS n FROM runs r WHERE {where}", params)
         return int(row["n"]) if row else 0
 
     def finished_inputs(self, batch_id: str) -> set[int]:
@@ -530,7 +537,7 @@ class SQLBackend(abc.ABC):
         evaluations = self._query(
             "SELECT id, run_id, grading_run_id, iteration, result, status, explanation, draft, "
             "started_at, duration_s, grader_attempts, grader_input_tokens, grader_output_tokens, "
-            "score, regressions "
+            "score, regressions, judges "
             "FROM evaluations WHERE run_id = ? ORDER BY started_at, id",
             (run_id,),
         )
@@ -538,25 +545,19 @@ class SQLBackend(abc.ABC):
         for evaluation in evaluations:
             evaluation["criteria"] = []
             evaluation["regressions"] = json.loads(evaluation["regressions"] or "[]")
+            judges = evaluation.pop("judges")
+            if judges is not None:
+                evaluation["judges"] = json.loads(judges)
             by_id[evaluation["id"]] = evaluation
         criteria = self._query(
-            "SELECT evaluation_id, criterion, passed, gap, weight, checked_by "
+            "SELECT evaluation_id, criterion, passed, gap, weight, checked_by, insufficient "
             "FROM criterion_results "
             "WHERE evaluation_id IN (SELECT id FROM evaluations WHERE run_id = ?) "
             "ORDER BY evaluation_id, position",
             (run_id,),
         )
         for row in criteria:
-            verdict: dict[str, Any] = {"name": row["criterion"], "passed": bool(row["passed"])}
-            if row["gap"] is not None:
-                verdict["gap"] = row["gap"]
-            # Only what differs from a plain judged criterion of weight 1, so verdicts
-            # read back as the middleware gave them.
-            if row["checked_by"] is not None:
-                verdict["checked_by"] = row["checked_by"]
-            if row["weight"] != 1:
-                verdict["weight"] = row["weight"]
-            by_id[row["evaluation_id"]]["criteria"].append(verdict)
+            by_id[row["evaluation_id"]]["criteria"].append(stored_verdict(row))
         return evaluations
 
     def transcript(self, run_id: int) -> list[dict[str, Any]]:

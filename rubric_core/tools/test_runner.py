@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -120,6 +121,13 @@ def _summarise(result: SandboxResult, limits: SandboxLimits) -> TestRunResult:
     elif result.signal_name in ("SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS"):
         status = "KILLED"
         head = f"KILLED: killed by {result.signal_name} (likely the {memory_mib} MiB memory limit)"
+    elif "No module named pytest" in output:
+        status = "ERROR"
+        head = (
+            "ERROR: pytest is not installed for the interpreter that runs the tests "
+            f"({sys.executable}); install the project's requirements.txt"
+        )
+        failures = []
     elif result.returncode == 0:
         status, head = "PASSED", f"PASSED: {_tally(counts)}"
     elif result.returncode == 1:

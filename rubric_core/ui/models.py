@@ -14,6 +14,7 @@ __all__ = [
     "MODEL_SOURCES",
     "ModelsMode",
     "combine_models",
+    "matching_scenario",
     "model_choice",
     "models_mode",
     "replay_scenario_mismatch",
@@ -195,6 +196,31 @@ def replay_scenario_mismatch(
     if scenario is None or parse_rubric(str(scenario.get("rubric") or "")) == list(criteria):
         return None
     return name
+
+
+def matching_scenario(
+    scenarios: Iterable[Mapping[str, Any]], criteria: Sequence[str], default: str = ""
+) -> str:
+    """The replay scenario whose scripted rubric shares most criteria with `criteria`.
+
+    A replay grader judges only its own scenario's criteria, so the grader pickers start
+    on the scenario that fits the chosen rubric version; `default` when none shares any.
+
+    Examples:
+        >>> scenarios = [{"name": "haiku", "rubric": "- three lines"},
+        ...              {"name": "bottle", "rubric": "- two sentences\\n- is short"}]
+        >>> matching_scenario(scenarios, ["two sentences", "is short", "says cold"])
+        'bottle'
+        >>> matching_scenario(scenarios, ["rhymes"], default="haiku")
+        'haiku'
+    """
+    wanted = set(criteria)
+    best, best_shared = default, 0
+    for scenario in scenarios:
+        shared = len(wanted & set(parse_rubric(str(scenario.get("rubric") or ""))))
+        if shared > best_shared:
+            best, best_shared = str(scenario["name"]), shared
+    return best
 
 
 def spec_error_hint(message: str) -> str:

@@ -13,10 +13,25 @@ from rubric_core.store.portable import PORTABLE_MIGRATIONS
 __all__ = ["MIGRATIONS", "apply_migrations"]
 
 MIGRATIONS = Migrations("rubric_studio")
-"""Named, transactional schema migrations; append new steps, never edit applied ones."""
+"""Named, transactional schema migrations; append new steps, never edit applied ones.
+
+SQLite's own steps (`_step`, below) and the portable ones (`store/portable.py`) are
+registered together in the order of their names, which sqlite-utils applies them in (a
+file records each by name, so one made by any earlier build migrates from where it is).
+"""
+
+_OWN: dict[str, Callable[[Database], None]] = {}
 
 
-@MIGRATIONS(name="0001_rubrics")
+def _step(name: str) -> Callable[[Callable[[Database], None]], Callable[[Database], None]]:
+    def register(function: Callable[[Database], None]) -> Callable[[Database], None]:
+        _OWN[name] = function
+        return function
+
+    return register
+
+
+@_step("0001_rubrics")
 def _m0001_rubrics(db: Database) -> None:
     db.executescript(
         """
@@ -46,7 +61,7 @@ def _m0001_rubrics(db: Database) -> None:
     )
 
 
-@MIGRATIONS(name="0002_runs")
+@_step("0002_runs")
 def _m0002_runs(db: Database) -> None:
     db.executescript(
         """
@@ -92,7 +107,7 @@ def _m0002_runs(db: Database) -> None:
     )
 
 
-@MIGRATIONS(name="0003_evaluations")
+@_step("0003_evaluations")
 def _m0003_evaluations(db: Database) -> None:
     db.executescript(
         """
@@ -128,7 +143,7 @@ def _m0003_evaluations(db: Database) -> None:
     )
 
 
-@MIGRATIONS(name="0004_transcripts")
+@_step("0004_transcripts")
 def _m0004_transcripts(db: Database) -> None:
     db.executescript(
         """
@@ -147,13 +162,85 @@ def _m0004_transcripts(db: Database) -> None:
     )
 
 
-@MIGRATIONS(name="0005_runs_status_within_rubric_indexes")
+@_step("0005_runs_status_within_rubric_indexes")
 def _m0005_runs_status_within_rubric(db: Database) -> None:
     # The Runs page filters a rubric (or version) by status; count it from the index alone.
     db.executescript(
         """
         CREATE INDEX idx_runs_rubric_status ON runs (rubric_id, status, started_at, id);
         CREATE INDEX idx_runs_version_status ON runs (rubric_version_id, status, started_at, id);
+        """
+    )
+
+
+@_step("0007_insufficient_judges_labels_experiments")
+def _m0007_workbench(db: Database) -> None:
+    # Issue 9, the rubric testing workbench. Portable SQL (SQLite and PostgreSQL): the
+    # booleans are 0/1 integers as in the tables above, JSON travels as text.
+    # Before issue 10 was merged this was 0006_insufficient_judges_labels_experiments; a
+    # store made on that branch already has it (under the old name) and is left as it is.
+    if "labels" in db.table_names():
+        return
+    db.executescript(
+        """
+        ALTER TABLE criterion_results ADD COLUMN insufficient INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE evaluations ADD COLUMN judges TEXT;  -- JSON list of JudgeRecord, panels only
+        -- One human label per pass and criterion; labelling it again replaces it.
+        CREATE TABLE labels (
+            evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+            criterion TEXT NOT NULL,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            human_passed INTEGER NOT NULL,
+            reviewer TEXT NOT NULL,
+            note TEXT NOT NULL DEFAULT '',
+            labelled_at TEXT NOT NULL,
+            PRIMARY KEY (evaluation_id, criterion)
+        );
+        CREATE INDEX idx_labels_run ON labels (run_id, evaluation_id);
+        -- A re-grading of stored passes with other settings; the source runs are not changed.
+        CREATE TABLE experiments (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            rubric_id INTEGER NOT NULL REFERENCES rubrics(id),
+            rubric_version_id INTEGER NOT NULL REFERENCES rubric_versions(id),
+            grader_model TEXT NOT NULL,
+            grader_system_prompt TEXT,
+            grader_tools TEXT NOT NULL DEFAULT '[]',  -- JSON list of tool names
+            samples INTEGER NOT NULL DEFAULT 1,
+            all_passes INTEGER NOT NULL DEFAULT 0,
+            source TEXT NOT NULL DEFAULT '{}',  -- JSON: how the passes were selected
+            status TEXT NOT NULL,
+            error TEXT,
+            created_at TEXT NOT NULL,
+            finished_at TEXT
+        );
+        CREATE INDEX idx_experiments_rubric ON experiments (rubric_id, id);
+        -- One grading of one source pass (sample 0..samples-1).
+        CREATE TABLE experiment_items (
+            id INTEGER PRIMARY KEY,
+            experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+            evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            sample INTEGER NOT NULL DEFAULT 0,
+            result TEXT NOT NULL,
+            explanation TEXT NOT NULL DEFAULT '',
+            judges TEXT,
+            started_at REAL NOT NULL,
+            duration_s REAL NOT NULL DEFAULT 0,
+            grader_attempts INTEGER NOT NULL DEFAULT 0,
+            grader_input_tokens INTEGER NOT NULL DEFAULT 0,
+            grader_output_tokens INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (experiment_id, evaluation_id, sample)
+        );
+        CREATE TABLE experiment_criteria (
+            item_id INTEGER NOT NULL REFERENCES experiment_items(id),
+            position INTEGER NOT NULL,
+            criterion TEXT NOT NULL,
+            passed INTEGER NOT NULL,
+            insufficient INTEGER NOT NULL DEFAULT 0,
+            gap TEXT,
+            PRIMARY KEY (item_id, position)
+        );
         """
     )
 
@@ -169,8 +256,12 @@ def _portable_step(statements: tuple[str, ...]) -> Callable[[Database], None]:
 # The portable steps keep their names, the ones SQLite files already record as applied
 # (0006_scores_checks_keep came with issue 10, on files created before the PostgreSQL
 # backend), so a file migrates from wherever it stands.
-for _name, _statements in PORTABLE_MIGRATIONS:
-    MIGRATIONS(name=_name)(_portable_step(_statements))
+_STEPS = {**_OWN, **{name: _portable_step(sql) for name, sql in PORTABLE_MIGRATIONS}}
+if len(_STEPS) != len(_OWN) + len(PORTABLE_MIGRATIONS):  # pragma: no cover
+    msg = "a migration name is used twice"
+    raise RuntimeError(msg)
+for _name in sorted(_STEPS):
+    MIGRATIONS(name=_name)(_STEPS[_name])
 
 
 def apply_migrations(db: Database) -> None:

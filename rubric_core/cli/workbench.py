@@ -1,0 +1,306 @@
+"""`grade`, `regrade`, `label`, `agreement`: test a rubric from a terminal (issue 9)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rubric_core.cli.common import CONTEXT, BadInput, open_store
+from rubric_core.cli.options import db_option
+from rubric_core.errors import InputError
+
+__all__ = ["agreement", "grade", "label", "regrade"]
+
+_input_file = click.option(
+    "--input-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="CSV or JSONL file.",
+)
+_json = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+_grader = click.option(
+    "--grader",
+    "grader_model",
+    required=True,
+    help="Grader model: provider:model-id, or replay:<scenario> (scripted, offline).",
+)
+_samples = click.option(
+    "--samples", type=int, default=1, show_default=True, help="Gradings per pass (a panel of k)."
+)
+_tool = click.option("--tool", "tools", multiple=True, help="A grader tool (repeatable).")
+
+
+def _echo(value: Any, as_json: bool, text: str) -> None:
+    click.echo(json.dumps(value, indent=2, default=str) if as_json else text)
+
+
+def _run(job: Any) -> Any:
+    from rubric_core.store import StoreError
+
+    try:
+        return job()
+    except (InputError, StoreError) as exc:
+        raise BadInput(str(exc)) from exc
+
+
+@click.command(context_settings=CONTEXT)
+@_input_file
+@click.option("--rubric", required=True, help="NAME or NAME@VERSION (default: latest version).")
+@_grader
+@_samples
+@_tool
+@click.option("--concurrency", type=int, default=4, show_default=True, help="Passes at once.")
+@_json
+@db_option
+def grade(
+    input_file: Path,
+    rubric: str,
+    grader_model: str,
+    samples: int,
+    tools: tuple[str, ...],
+    concurrency: int,
+    as_json: bool,
+    db: str | None,
+) -> None:
+    """Grade existing outputs, no agent: one graded run per `input` + `output` row.
+
+    A `labels` column (JSON: criterion to true/false) is stored as human labels, with the
+    file's name as reviewer.
+
+    \b
+    Example:
+        python -m rubric_core grade --input-file outputs.csv --rubric essay@2 \\
+            --grader openai:gpt-4.1-mini
+    """
+    from rubric_core.runs.grade import grade_file
+
+    store = open_store(db)
+    try:
+        summary = _run(
+            lambda: grade_file(
+                store,
+                str(input_file),
+                rubric=rubric,
+                grader_model=grader_model,
+                samples=samples,
+                grader_tools=list(tools),
+                max_concurrency=concurrency,
+            )
+        )
+    finally:
+        store.close()
+    results = ", ".join(f"{n} {r}" for r, n in sorted(summary["by_result"].items()))
+    _echo(
+        summary,
+        as_json,
+        f"Graded {len(summary['run_ids'])} outputs ({results}) as batch {summary['batch_id']}; "
+        f"{summary['labelled']} labels stored.",
+    )
+
+
+@click.command(context_settings=CONTEXT)
+@click.option(
+    "--run-id", "run_ids", type=int, multiple=True, help="A run to re-grade (repeatable)."
+)
+@click.option("--batch", "batch_id", default=None, help="Every run of this batch.")
+@click.option("--rubric", "rubric_name", default=None, help="Every run of this rubric.")
+@click.option("--status", default=None, help="Only runs with this status.")
+@click.option("--model", default=None, help="Only runs whose agent or grader is this model.")
+@click.option("--rubric-version", type=int, default=None, help="Grade against this version number.")
+@_grader
+@click.option(
+    "--grader-prompt",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="File with grader instructions replacing the built-in prompt.",
+)
+@_samples
+@_tool
+@click.option(
+    "--all-passes", is_flag=True, help="Every stored pass, not only each run's final one."
+)
+@click.option("--name", default=None, help="The experiment's name.")
+@click.option("--concurrency", type=int, default=8, show_default=True, help="Gradings at once.")
+@_json
+@db_option
+def regrade(
+    run_ids: tuple[int, ...],
+    batch_id: str | None,
+    rubric_name: str | None,
+    status: str | None,
+    model: str | None,
+    rubric_version: int | None,
+    grader_model: str,
+    grader_prompt: Path | None,
+    samples: int,
+    tools: tuple[str, ...],
+    all_passes: bool,
+    name: str | None,
+    concurrency: int,
+    as_json: bool,
+    db: str | None,
+) -> None:
+    """Re-grade stored drafts with another rubric version, grader, prompt, tools or samples.
+
+    No agent runs. The verdicts are stored as an experiment; the source runs are unchanged.
+    With --samples 2 or more, each criterion's flip rate is reported.
+
+    \b
+    Example:
+        python -m rubric_core regrade --batch batch-1a2b --rubric-version 3 \\
+            --grader openai:gpt-4.1 --samples 3
+    """
+    from rubric_core.cli.common import read_text
+    from rubric_core.runs.regrade import regrade as run_regrade
+    from rubric_core.store import RunFilters
+
+    store = open_store(db)
+    try:
+
+        def job() -> Any:
+            filters = None
+            if rubric_name or status or model:
+                filters = RunFilters(rubric=rubric_name, status=status, model=model)
+            version_id = None
+            if rubric_version is not None:
+                runs = [store.get_run(r) for r in run_ids[:1]]
+                rubric = rubric_name or (runs[0]["rubric"] if runs else None)
+                if rubric is None and batch_id is not None:
+                    found = store.list_runs(batch_id=batch_id, limit=1)
+                    rubric = found[0]["rubric"] if found else None
+                if rubric is None:
+                    raise BadInput(
+                        "--rubric-version needs runs to re-grade (--run-id, --batch or --rubric)"
+                    )
+                from rubric_core.runs.grade import resolve_rubric
+
+                version_id = resolve_rubric(store, f"{rubric}@{rubric_version}")["id"]
+            return run_regrade(
+                store,
+                run_ids=list(run_ids) or None,
+                batch_id=batch_id,
+                filters=filters,
+                rubric_version_id=version_id,
+                grader_model=grader_model,
+                grader_system_prompt=read_text(grader_prompt, "--grader-prompt")
+                if grader_prompt
+                else None,
+                grader_tools=list(tools),
+                samples=samples,
+                all_passes=all_passes,
+                name=name,
+                max_concurrency=concurrency,
+            )
+
+        result = _run(job)
+    finally:
+        store.close()
+    text = f"Experiment {result['experiment_id']}: {result['items']} gradings ({result['errors']} grader errors)."
+    if result["consistency"]:
+        rates = ", ".join(
+            f"{c['name']}: {c['flip_rate']:.2f}"
+            for c in result["consistency"]["criteria"]
+            if c["flip_rate"] is not None
+        )
+        text += f"\nFlip rate per criterion: {rates}"
+    _echo(result, as_json, text)
+
+
+@click.command(context_settings=CONTEXT)
+@_input_file
+@click.option(
+    "--reviewer", default=None, help="Reviewer of rows with none [default: the file's name]."
+)
+@db_option
+def label(input_file: Path, reviewer: str | None, db: str | None) -> None:
+    """Import human labels from a CSV: all of them, or (on any error) none.
+
+    Columns: `evaluation_id` (or `run_id`, with `grading_run_id` and `iteration` to pick a
+    pass), `criterion`, `human_passed`, optionally `reviewer` and `label_note`. A criteria
+    export with `human_passed` filled in imports as it is.
+
+    \b
+    Example:
+        python -m rubric_core export --output criteria.csv   # fill in human_passed
+        python -m rubric_core label --input-file criteria.csv --reviewer ana
+    """
+    from rubric_core.runs.agreement import import_labels_csv
+
+    if not input_file.is_file():
+        raise BadInput(f"{input_file}: no such file")
+    store = open_store(db)
+    try:
+        count = _run(lambda: import_labels_csv(store, input_file, reviewer=reviewer))
+    finally:
+        store.close()
+    click.echo(f"Stored {count} labels from {input_file.name}.")
+
+
+@click.command(context_settings=CONTEXT)
+@click.option("--experiment", "experiment_id", type=int, default=None, help="Experiment A.")
+@click.option("--against", "against", type=int, default=None, help="Experiment B (A predicts B).")
+@click.option("--against-labels", is_flag=True, help="Against the human labels (the default).")
+@click.option("--batch", "batch_id", default=None, help="Only runs of this batch.")
+@click.option("--rubric", "rubric_name", default=None, help="Only runs of this rubric.")
+@_json
+@db_option
+def agreement(
+    experiment_id: int | None,
+    against: int | None,
+    against_labels: bool,
+    batch_id: str | None,
+    rubric_name: str | None,
+    as_json: bool,
+    db: str | None,
+) -> None:
+    """How far the judge (or an experiment) agrees with the human labels, or with another experiment.
+
+    Per criterion and overall: labelled items, percent agreement, Cohen's kappa
+    (scikit-learn), and the confusion counts with the judge as predictor.
+
+    \b
+    Example:
+        python -m rubric_core agreement --json
+        python -m rubric_core agreement --experiment 3 --against-labels
+        python -m rubric_core agreement --experiment 3 --against 4 --json
+    """
+    from rubric_core.runs.agreement import agreement_between, agreement_with_labels
+    from rubric_core.store import RunFilters
+
+    if against is not None and against_labels:
+        raise BadInput("give --against B or --against-labels, not both")
+    if against is not None and experiment_id is None:
+        raise BadInput("--against needs --experiment A")
+    store = open_store(db)
+    try:
+        if against is not None:
+            assert experiment_id is not None
+            report = _run(lambda: agreement_between(store, experiment_id, against))
+        else:
+            filters = RunFilters(rubric=rubric_name) if rubric_name else None
+            report = _run(
+                lambda: agreement_with_labels(
+                    store, batch_id=batch_id, filters=filters, experiment_id=experiment_id
+                )
+            )
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(report, default=str))
+        return
+    overall = report["overall"]
+    lines = [_figures("overall", overall)]
+    lines += [_figures(c["name"], c) for c in report["criteria"]]
+    click.echo("\n".join(lines))
+
+
+def _figures(name: str, row: Any) -> str:
+    agreement = "-" if row["agreement"] is None else f"{row['agreement']:.0%}"
+    kappa = "-" if row["kappa"] is None else f"{row['kappa']:.2f}"
+    confusion = ""
+    if "true_pass" in row:
+        confusion = f"  TP {row['true_pass']} FP {row['false_pass']} FN {row['false_fail']} TN {row['true_fail']}"
+    return f"{name}: n={row['n']} agreement={agreement} kappa={kappa}{confusion}"

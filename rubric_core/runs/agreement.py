@@ -1,0 +1,242 @@
+"""Agreement, comparison and consistency read from the store, and the labels CSV import.
+
+Gathers verdict pairs (the judge's stored passes, an experiment's verdicts, the human
+labels) keyed by the source pass's evaluation id, so a disagreement links to its pass,
+and hands them to `rubric_core.evaluate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rubric_core.errors import InputError
+from rubric_core.evaluate import (
+    AgreementReport,
+    Comparison,
+    ConsistencyReport,
+    agreement_report,
+    check_label_criteria,
+    compare_experiments,
+    consistency_report,
+    pair_up,
+    parse_labels_csv,
+)
+
+if TYPE_CHECKING:
+    from rubric_core.store import RunFilters, Store
+
+__all__ = [
+    "NoLabelsError",
+    "agreement_between",
+    "agreement_with_labels",
+    "compare_stored_experiments",
+    "experiment_consistency",
+    "experiment_verdicts",
+    "import_labels_csv",
+    "next_unlabelled",
+]
+
+
+class NoLabelsError(InputError):
+    """An agreement with human labels was asked for where there are none."""
+
+
+def experiment_verdicts(store: Store, experiment_id: int) -> dict[int, list[dict[str, Any]]]:
+    """An experiment's verdicts by source evaluation id (samples combined by strict majority)."""
+    return store.experiment_verdicts(experiment_id)
+
+
+def _labels(store: Store, evaluation_ids: Sequence[int]) -> dict[int, dict[str, bool]]:
+    return {
+        eid: {name: record["human_passed"] for name, record in by_name.items()}
+        for eid, by_name in store.labels_for(evaluation_ids).items()
+    }
+
+
+def _criteria_order(
+    store: Store, experiment_id: int | None, items: list[dict[str, Any]]
+) -> list[str]:
+    if experiment_id is not None:
+        version = store.get_rubric_version(store.get_experiment(experiment_id)["rubric_version_id"])
+        return list(version["criteria"])
+    return list(dict.fromkeys(c["name"] for item in items for c in item["criteria"]))
+
+
+def agreement_with_labels(
+    store: Store,
+    *,
+    batch_id: str | None = None,
+    run_ids: Sequence[int] | None = None,
+    filters: RunFilters | None = None,
+    experiment_id: int | None = None,
+) -> AgreementReport:
+    """The judge (or an experiment) against the human labels, per criterion and overall.
+
+    Without `experiment_id`: each selected run's final stored pass. With it: the
+    experiment's verdicts on its source passes (narrowed by the other arguments when given).
+    `item_id` in the disagreements is the source pass's evaluation id.
+
+    Raises:
+        NoLabelsError: None of the passes has a human label.
+    """
+    items = store.review_items(
+        batch_id=batch_id, run_ids=run_ids, filters=filters, experiment_id=experiment_id
+    )
+    judged = {int(item["evaluation_id"]): item["criteria"] for item in items}
+    labels = _labels(store, list(judged))
+    pairs = pair_up(judged, labels)
+    if not pairs:
+        what = f"experiment {experiment_id}" if experiment_id is not None else "the selected runs"
+        msg = (
+            f"no human labels on the passes of {what}; label some in the Review page, or import "
+            "them with `python -m rubric_core label --input-file F`"
+        )
+        raise NoLabelsError(msg)
+    return agreement_report(pairs, criteria=_criteria_order(store, experiment_id, items))
+
+
+def agreement_between(store: Store, experiment_a: int, experiment_b: int) -> AgreementReport:
+    """Experiment A (as predictor) against experiment B, over the passes both graded.
+
+    Raises:
+        InputError: The experiments share no pass and criterion.
+    """
+    pairs = pair_up(
+        experiment_verdicts(store, experiment_a), experiment_verdicts(store, experiment_b)
+    )
+    if not pairs:
+        msg = f"experiments {experiment_a} and {experiment_b} share no graded pass and criterion"
+        raise InputError(msg)
+    return agreement_report(pairs)
+
+
+def compare_stored_experiments(store: Store, a: int, b: int) -> dict[str, Any]:
+    """`{"comparison": Comparison, "agreement_a", "agreement_b"}`: `evaluate.compare_experiments`
+    over two experiments, and each one's agreement with the human labels (`None` if none)."""
+    comparison: Comparison = compare_experiments(
+        experiment_verdicts(store, a), experiment_verdicts(store, b)
+    )
+    found: dict[str, Any] = {"comparison": comparison}
+    for key, experiment_id in (("agreement_a", a), ("agreement_b", b)):
+        try:
+            found[key] = agreement_with_labels(store, experiment_id=experiment_id)
+        except NoLabelsError:
+            found[key] = None
+    return found
+
+
+def experiment_consistency(store: Store, experiment_id: int) -> ConsistencyReport:
+    """Each criterion's flip rate over an experiment's samples.
+
+    Raises:
+        InputError: The experiment graded each pass only once.
+    """
+    repeats: dict[Any, Any] = {
+        k: v for k, v in store.experiment_samples(experiment_id).items() if len(v) > 1
+    }
+    if not repeats:
+        msg = (
+            f"experiment {experiment_id} graded each pass once; re-grade with samples of 2 or more"
+        )
+        raise InputError(msg)
+    return consistency_report(repeats)
+
+
+def next_unlabelled(
+    items: Sequence[dict[str, Any]], after: int | None = None
+) -> dict[str, Any] | None:
+    """The first review item (after evaluation id `after`) with a judged, unlabelled criterion.
+
+    Examples:
+        >>> items = [{"evaluation_id": 1, "criteria": [{"name": "a", "passed": True}],
+        ...           "labels": {"a": {"human_passed": True}}},
+        ...          {"evaluation_id": 2, "criteria": [{"name": "a", "passed": True}], "labels": {}}]
+        >>> next_unlabelled(items)["evaluation_id"]
+        2
+    """
+    for item in items:
+        if after is not None and int(item["evaluation_id"]) <= after:
+            continue
+        if any(c["name"] not in item["labels"] for c in item["criteria"]):
+            return item
+    return None
+
+
+def import_labels_csv(
+    store: Store,
+    text_or_path: str | Path,
+    *,
+    source: str | None = None,
+    reviewer: str | None = None,
+) -> int:
+    """Import a labels CSV (`evaluate.parse_labels_csv`): all its labels or, on any error, none.
+
+    Rows name their pass by `evaluation_id`, or `run_id` (its final pass, or the one its
+    `grading_run_id` + `iteration` name). Criteria are matched to the pass's rubric
+    (`evaluate.check_label_criteria`); a criterion the rubric does not have is an error.
+    `reviewer` fills empty reviewer cells (default: the file's name).
+
+    Returns:
+        How many labels were stored.
+
+    Raises:
+        LabelError, EvaluationError: A malformed file or a criterion not in the rubric.
+        StoreError: An unknown run or pass. Nothing is stored on any error.
+    """
+    if isinstance(text_or_path, Path) or (
+        isinstance(text_or_path, str) and "\n" not in text_or_path and Path(text_or_path).is_file()
+    ):
+        path = Path(text_or_path)
+        text = path.read_text(encoding="utf-8-sig")
+        source = source or str(path)
+        reviewer = reviewer or path.name
+    else:
+        text = str(text_or_path)
+    source = source or "labels"
+    rows = parse_labels_csv(text, source=source, reviewer=reviewer or source)
+    labels: list[dict[str, Any]] = []
+    rubrics: dict[int, tuple[list[str], str]] = {}
+    for row in rows:
+        evaluation_id = _pass_of(store, row, source)
+        if evaluation_id not in rubrics:
+            run = store.get_run(store.evaluation_run_id(evaluation_id))
+            version = store.get_rubric_version(run["rubric_version_id"])
+            rubrics[evaluation_id] = (
+                list(version["criteria"]),
+                f"{run['rubric']}@{run['rubric_version']}",
+            )
+        criteria, name = rubrics[evaluation_id]
+        try:
+            spelling = check_label_criteria([row["criterion"]], criteria, rubric=name)
+        except InputError as exc:
+            raise type(exc)(f"{source}: row {row['row']}: {exc}; no label was stored") from exc
+        labels.append(
+            {
+                "evaluation_id": evaluation_id,
+                "criterion": spelling[row["criterion"]],
+                "human_passed": row["human_passed"],
+                "reviewer": row["reviewer"],
+                "note": row.get("label_note"),
+            }
+        )
+    return store.import_labels(labels)
+
+
+def _pass_of(store: Store, row: Any, source: str) -> int:
+    if row.get("evaluation_id") is not None:
+        return int(row["evaluation_id"])
+    run_id = row["run_id"]
+    passes = store.run_evaluations(int(run_id))
+    if row.get("grading_run_id") is not None or row.get("iteration") is not None:
+        passes = [
+            p
+            for p in passes
+            if row.get("grading_run_id") in (None, p["grading_run_id"])
+            and row.get("iteration") in (None, p["iteration"])
+        ]
+    if not passes:
+        msg = f"{source}: row {row['row']}: run {run_id} has no such grading pass; no label was stored"
+        raise InputError(msg)
+    return int(passes[-1]["id"])

@@ -1,0 +1,456 @@
+"""Grade existing outputs, no agent: one pass per row, stored as runs of kind `graded`.
+
+Each row's transcript is `[HumanMessage(input), AIMessage(output)]`, graded by
+`RubricMiddleware.grade_transcript`: the loop's own grader, payload and record, with no
+revision. A dataset's `labels` become human labels (reviewer: the file's name). A person
+can be the grader too (`grade_by_person`): their verdicts are checked and recorded as a
+model's would be, and stored as labels.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from rubric_core.errors import InputError
+from rubric_core.evaluate import check_label_criteria
+from rubric_core.rubric import parse_rubric
+from rubric_core.runs.background import BatchJob
+from rubric_core.runs.spec import validate_concurrency
+from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from rubric_core.middleware import RubricMiddleware
+    from rubric_core.runs.datasets import GradedRow
+    from rubric_core.schema import RubricEvaluation
+    from rubric_core.store import Store
+
+__all__ = [
+    "GradeSummary",
+    "GraderFactory",
+    "GradingError",
+    "grade_by_person",
+    "grade_file",
+    "grade_one",
+    "grade_outputs",
+    "resolve_rubric",
+    "start_graded_batch",
+]
+
+GraderFactory = Callable[[], "BaseChatModel"]
+"""Makes a fresh grader model per pass (a replay model's position belongs to its instance)."""
+
+
+class GradingError(InputError):
+    """A grade-only request that cannot be carried out; nothing was stored."""
+
+
+class GradeSummary(TypedDict):
+    """What `grade_outputs` did."""
+
+    batch_id: str
+    """The `batch_id` of every run it stored."""
+
+    run_ids: list[int]
+    """One graded run per row, in row order."""
+
+    evaluation_ids: list[int | None]
+    """Each run's pass (`None` where storing failed)."""
+
+    labelled: int
+    """Human labels stored from the dataset's `labels`."""
+
+    by_result: dict[str, int]
+    """How many passes ended `satisfied`, `needs_revision`, `failed`, `grader_error`."""
+
+
+def resolve_rubric(store: Store, reference: str) -> dict[str, Any]:
+    """The rubric version `NAME` (its latest) or `NAME@VERSION` names.
+
+    Raises:
+        GradingError: A version that is not a number, or that the rubric does not have.
+        StoreError: No rubric has that name.
+
+    Examples:
+        >>> resolve_rubric(store, "haiku@2")["version"]  # doctest: +SKIP
+        2
+    """
+    name, _, version = reference.rpartition("@") if "@" in reference else (reference, "", "")
+    versions = store.rubric_versions(name.strip())
+    if not version:
+        return versions[-1]
+    if not version.strip().isdigit():
+        msg = f"rubric {reference!r}: the version after '@' must be a number, got {version!r}"
+        raise GradingError(msg)
+    for row in versions:
+        if row["version"] == int(version):
+            return row
+    known = ", ".join(str(v["version"]) for v in versions)
+    msg = f"rubric {name!r} has no version {version} (versions: {known})"
+    raise GradingError(msg)
+
+
+def _grader_factory(grader_model: str, base_url: str | None, api_key: str | None) -> GraderFactory:
+    from rubric_core.models import resolve_model
+
+    def make() -> BaseChatModel:
+        return resolve_model(grader_model, role="grader", base_url=base_url, api_key=api_key)
+
+    make()  # a bad spec or a missing key is reported before anything is stored
+    return make
+
+
+def build_grader(
+    llm: BaseChatModel | str,
+    *,
+    grader_tools: Sequence[str] = (),
+    grader_system_prompt: str | None = None,
+    samples: int = 1,
+) -> RubricMiddleware:
+    """The middleware that grades one pass outside a loop (`grade_transcript`)."""
+    from rubric_core.middleware import RubricMiddleware
+    from rubric_core.tools import get_tools
+
+    return RubricMiddleware(
+        model=llm,
+        tools=get_tools(list(grader_tools)),
+        system_prompt=grader_system_prompt,
+        max_iterations=1,
+        samples=samples,
+    )
+
+
+def _check_labels(version: dict[str, Any], rows: Sequence[GradedRow]) -> list[dict[str, bool]]:
+    """Each row's labels under the rubric's own spelling; a criterion not in it raises."""
+    criteria = list(version["criteria"])
+    where = f"{version['name']}@{version['version']}"
+    checked: list[dict[str, bool]] = []
+    for row in rows:
+        if not row["labels"]:
+            checked.append({})
+            continue
+        try:
+            spelling = check_label_criteria(row["labels"], criteria, rubric=where)
+        except InputError as exc:
+            msg = f"row {row['row']}: {exc}; nothing was stored"
+            raise GradingError(msg) from exc
+        checked.append({spelling[name]: value for name, value in row["labels"].items()})
+    return checked
+
+
+def _store_pass(
+    store: Store,
+    version: dict[str, Any],
+    *,
+    input: str,
+    output: str,
+    grader_label: str,
+    grade: Callable[[list[Any]], RubricEvaluation],
+    grader_tools: Sequence[str],
+    grader_system_prompt: str | None,
+    batch_id: str | None,
+) -> tuple[int, int | None, RubricEvaluation | None]:
+    """Create a graded run, grade its transcript, record the pass, close the run."""
+    run_id = store.create_run(
+        rubric_version_id=version["id"],
+        input=input,
+        agent_model="",
+        grader_model=grader_label,
+        grader_tools=list(grader_tools),
+        max_iterations=1,
+        agent_kind=GRADED_KIND,
+        grader_system_prompt=grader_system_prompt,
+        batch_id=batch_id,
+    )
+    messages: list[Any] = [HumanMessage(input), AIMessage(output)]
+    try:
+        store.save_transcript(run_id, messages)
+        evaluation = grade(messages)
+        evaluation_id = store.record_evaluation(run_id, evaluation)
+    except Exception as exc:
+        store.finish_run(run_id, status="error", final_output=output, error=f"{exc}")
+        return run_id, None, None
+    store.finish_run(run_id, status=evaluation["status"], final_output=output)
+    return run_id, evaluation_id, evaluation
+
+
+def grade_one(
+    store: Store,
+    version_id: int,
+    input: str,
+    output: str,
+    grader_model: str,
+    *,
+    grader_tools: Sequence[str] = (),
+    grader_system_prompt: str | None = None,
+    samples: int = 1,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    batch_id: str | None = None,
+    grader_llm: BaseChatModel | None = None,
+) -> dict[str, Any]:
+    """Grade one existing output now; returns `{"run_id", "evaluation_id", "evaluation"}`.
+
+    Raises:
+        ModelSpecError, UnknownToolError, StoreError: Before anything is stored.
+    """
+    version = store.get_rubric_version(version_id)
+    llm = grader_llm or _grader_factory(grader_model, base_url, api_key)()
+    middleware = build_grader(
+        llm, grader_tools=grader_tools, grader_system_prompt=grader_system_prompt, samples=samples
+    )
+    run_id, evaluation_id, evaluation = _store_pass(
+        store,
+        version,
+        input=input,
+        output=output,
+        grader_label=grader_model,
+        grade=lambda messages: middleware.grade_transcript(messages, version["text"]),
+        grader_tools=grader_tools,
+        grader_system_prompt=grader_system_prompt,
+        batch_id=batch_id,
+    )
+    return {"run_id": run_id, "evaluation_id": evaluation_id, "evaluation": evaluation}
+
+
+def grade_outputs(
+    store: Store,
+    rows: Sequence[GradedRow],
+    *,
+    rubric_version_id: int,
+    grader_model: str,
+    grader_tools: Sequence[str] = (),
+    grader_system_prompt: str | None = None,
+    samples: int = 1,
+    source: str = "dataset",
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_concurrency: int = 4,
+    batch_id: str | None = None,
+    grader_llm_factory: GraderFactory | None = None,
+    stop_event: threading.Event | None = None,
+) -> GradeSummary:
+    """Grade every row's output once, `max_concurrency` at a time; store labels given.
+
+    Everything is checked first (the rubric version, every row's labels against its
+    criteria, the grader model and tools), so a bad request stores nothing.
+
+    Args:
+        store: Where the runs go.
+        rows: From `load_graded_dataset` / `load_graded_upload`.
+        rubric_version_id: The rubric version to grade against.
+        grader_model: `"provider:model-id"` or `replay:<scenario>` (recorded on each run).
+        source: The reviewer name of the dataset's labels (the file's name).
+        grader_llm_factory: Makes each pass's grader model instead of `grader_model`.
+        stop_event: When set, rows not yet started are skipped.
+
+    Raises:
+        GradingError: A label naming a criterion not in the rubric, no rows.
+        ModelSpecError, UnknownToolError, SpecError, StoreError: Before anything is stored.
+    """
+    if not rows:
+        msg = "no rows to grade"
+        raise GradingError(msg)
+    workers = validate_concurrency(max_concurrency)
+    version = store.get_rubric_version(rubric_version_id)
+    labels = _check_labels(version, rows)
+    make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
+    build_grader("unused", grader_tools=grader_tools, samples=samples)  # checks tools, samples
+    batch = batch_id or f"graded-{uuid.uuid4().hex[:16]}"
+
+    def one(index: int) -> tuple[int, int | None, RubricEvaluation | None] | None:
+        if stop_event is not None and stop_event.is_set():
+            return None
+        row = rows[index]
+        middleware = build_grader(
+            make(),
+            grader_tools=grader_tools,
+            grader_system_prompt=grader_system_prompt,
+            samples=samples,
+        )
+        return _store_pass(
+            store,
+            version,
+            input=row["input"],
+            output=row["output"],
+            grader_label=grader_model,
+            grade=lambda messages: middleware.grade_transcript(messages, version["text"]),
+            grader_tools=grader_tools,
+            grader_system_prompt=grader_system_prompt,
+            batch_id=batch,
+        )
+
+    with ThreadPoolExecutor(max_workers=min(workers, MAX_CONCURRENCY)) as pool:
+        done = list(pool.map(one, range(len(rows))))
+    summary: GradeSummary = {
+        "batch_id": batch,
+        "run_ids": [],
+        "evaluation_ids": [],
+        "labelled": 0,
+        "by_result": {},
+    }
+    results: Counter[str] = Counter()
+    for outcome, row_labels in zip(done, labels, strict=True):
+        if outcome is None:
+            continue
+        run_id, evaluation_id, evaluation = outcome
+        summary["run_ids"].append(run_id)
+        summary["evaluation_ids"].append(evaluation_id)
+        results[evaluation["result"] if evaluation else "error"] += 1
+        if evaluation_id is not None and row_labels and evaluation and evaluation["criteria"]:
+            summary["labelled"] += store.set_labels(evaluation_id, row_labels, reviewer=source)
+    summary["by_result"] = dict(results)
+    return summary
+
+
+def grade_file(
+    store: Store, path: str, *, rubric: str, grader_model: str, **options: Any
+) -> GradeSummary:
+    """`grade_outputs` over a CSV/JSONL file, against `NAME[@VERSION]`; labels by the file's name."""
+    from pathlib import Path
+
+    from rubric_core.runs.datasets import load_graded_dataset
+
+    rows = load_graded_dataset(path)
+    version = resolve_rubric(store, rubric)
+    options.setdefault("source", Path(path).name)
+    return grade_outputs(
+        store, rows, rubric_version_id=version["id"], grader_model=grader_model, **options
+    )
+
+
+def start_graded_batch(
+    store: Store,
+    version_id: int,
+    rows: Sequence[GradedRow],
+    *,
+    grader_model: str,
+    source_name: str,
+    grader_tools: Sequence[str] = (),
+    grader_system_prompt: str | None = None,
+    samples: int = 1,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    concurrency: int = 4,
+) -> BatchJob:
+    """Check a graded batch, then grade it on a background thread; returns at once.
+
+    Same `BatchJob` as `start_batch` (poll `batch_progress(store, job.batch_id, job.total)`).
+
+    Raises:
+        GradingError, ModelSpecError, UnknownToolError, SpecError, StoreError: As
+            `grade_outputs`, from here rather than from the thread.
+    """
+    if not rows:
+        msg = "no rows to grade"
+        raise GradingError(msg)
+    validate_concurrency(concurrency)
+    _check_labels(store.get_rubric_version(version_id), rows)
+    factory = _grader_factory(grader_model, base_url, api_key)
+    build_grader("unused", grader_tools=grader_tools, samples=samples)
+    job = BatchJob(batch_id=f"graded-{uuid.uuid4().hex[:16]}", total=len(rows))
+
+    def work() -> None:
+        try:
+            grade_outputs(
+                store,
+                rows,
+                rubric_version_id=version_id,
+                grader_model=grader_model,
+                grader_tools=grader_tools,
+                grader_system_prompt=grader_system_prompt,
+                samples=samples,
+                source=source_name,
+                max_concurrency=concurrency,
+                batch_id=job.batch_id,
+                grader_llm_factory=factory,
+                stop_event=job.stop_event,
+            )
+        except Exception as exc:  # shown on the page; runs stored so far are kept
+            job.error = f"{type(exc).__name__}: {exc}"
+
+    job.thread = threading.Thread(target=work, name=f"rubric-{job.batch_id}", daemon=True)
+    job.thread.start()
+    return job
+
+
+def grade_by_person(
+    store: Store,
+    version_id: int,
+    input: str,
+    output: str,
+    verdicts: Mapping[str, bool | None],
+    gaps: Mapping[str, str] | None = None,
+    *,
+    reviewer: str,
+    explanation: str = "",
+    batch_id: str | None = None,
+) -> int:
+    """A person grades an output: recorded as a graded pass exactly as a model's, and as labels.
+
+    The verdicts go through the grader's own checks (`grader.outcome_from_verdicts`: every
+    criterion judged, a gap on each fail) and the same record (`grade_transcript`); the run's
+    `grader_model` is `human:<reviewer>`. Decided verdicts are also stored as the
+    reviewer's labels; `None` (could not verify) is recorded as insufficient evidence.
+
+    Args:
+        verdicts: Criterion to `True` (pass), `False` (fail) or `None` (insufficient).
+        gaps: What is missing, per failed (or insufficient) criterion.
+
+    Returns:
+        The run id.
+
+    Raises:
+        GradingError: A criterion left out, not in the rubric, or failed without a gap;
+            nothing is stored.
+    """
+    from rubric_core.grader import outcome_from_verdicts
+
+    reviewer = (reviewer or "").strip()
+    if not reviewer:
+        msg = "reviewer must name who graded"
+        raise GradingError(msg)
+    version = store.get_rubric_version(version_id)
+    criteria = parse_rubric(version["text"])
+    gaps = gaps or {}
+    try:
+        spelling = check_label_criteria(verdicts, criteria, rubric=version["name"])
+        given = [
+            {
+                "name": spelling[name],
+                "passed": value is True,
+                "insufficient": value is None,
+                "gap": (gaps.get(name) or "").strip() or None,
+            }
+            for name, value in verdicts.items()
+        ]
+        outcome = outcome_from_verdicts(criteria, given, explanation=explanation)
+    except ValueError as exc:
+        msg = f"the verdicts cannot be recorded: {exc}"
+        raise GradingError(msg) from exc
+    middleware = build_grader(f"{HUMAN_GRADER_PREFIX}{reviewer}")
+    run_id, evaluation_id, _ = _store_pass(
+        store,
+        version,
+        input=input,
+        output=output,
+        grader_label=f"{HUMAN_GRADER_PREFIX}{reviewer}",
+        grade=lambda messages: middleware.grade_transcript(
+            messages, version["text"], outcome=outcome
+        ),
+        grader_tools=(),
+        grader_system_prompt=None,
+        batch_id=batch_id,
+    )
+    decided = {c["name"]: c["passed"] for c in outcome.criteria if not c.get("insufficient")}
+    if evaluation_id is not None and decided:
+        store.set_labels(evaluation_id, decided, reviewer=reviewer)
+    return run_id
