@@ -35,7 +35,14 @@
 #   RUBRIC_STUDIO_RAY_OBJECT_STORE   object store bytes per node (default 200000000)
 #   RUBRIC_STUDIO_RAY_START_TIMEOUT  seconds to wait for both nodes (default 90)
 #   RUBRIC_STUDIO_RAY_GRACE          seconds the raylets get to exit on SIGTERM at stop (default 5)
+#   RAY_AUTH_MODE                    Ray's own; default `disabled` here. With it unset, Ray 2.60's
+#                                    `ray start --head` turns token auth on whenever ~/.ray/auth_token
+#                                    exists (any local ray.init() writes one), but `ray start
+#                                    --address` does not, so the worker node never joins. Drivers
+#                                    connect to the cluster either way.
 set -euo pipefail
+
+export RAY_AUTH_MODE="${RAY_AUTH_MODE:-disabled}"
 
 RAY="${RUBRIC_STUDIO_RAY_BIN:-$(command -v ray || true)}"
 HEAD_IP="${RUBRIC_STUDIO_RAY_HEAD_IP:-127.0.0.2}"
