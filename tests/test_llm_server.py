@@ -126,7 +126,9 @@ def _chat(endpoint: Endpoint, *, max_tokens: int) -> ChatOpenAI:
         base_url=endpoint.base_url,
         api_key="not-needed",
         model=endpoint.model,
-        timeout=60,
+        # A 135M model on two loaded cores can take a minute to write a whole verdict;
+        # the bound per call stays well inside the test's own timeout.
+        timeout=180,
         max_retries=0,
         max_tokens=max_tokens,
     )
