@@ -36,11 +36,12 @@ def settle(page: object) -> None:
     """Wait (bounded) until the script run is over and no skeleton placeholder is left."""
     done = """() => !document.querySelector('[data-testid="stSkeleton"]')
                  && !document.querySelector('[data-testid="stStatusWidget"] [data-testid="stSpinner"]')"""
-    page.wait_for_timeout(1000)
     try:
-        page.wait_for_function(done, timeout=30_000)
+        page.wait_for_selector('[data-testid="stMain"] h1', timeout=60_000)
+        page.wait_for_timeout(1000)
+        page.wait_for_function(done, timeout=60_000)
     except Exception:  # a page that never settles is still worth a look
-        print("  (page still drawing after 30 s)", file=sys.stderr)
+        print("  (page still drawing after 60 s)", file=sys.stderr)
     page.wait_for_timeout(1500)  # plotly draws after the script run ends
 
 
