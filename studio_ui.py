@@ -206,15 +206,17 @@ def model_picker(
             placeholder="openai:gpt-4.1-mini",
         )
         return model_choice("provider", provider_string=text)
-    st.session_state.setdefault(f"{key}_{role}_base_url", os.environ.get(BASE_URL_ENV, ""))
-    st.session_state.setdefault(f"{key}_{role}_base_url_model", os.environ.get(MODEL_ENV, ""))
+    # The presets go in `value=`: a default kept only in session state is not the widget's
+    # own, and the browser falls back to the widget's own ("") when it remounts the field.
     url = st.text_input(
         "Base URL",
+        value=os.environ.get(BASE_URL_ENV, ""),
         key=f"{key}_{role}_base_url",
         placeholder="http://127.0.0.1:8080/v1",
     )
     name = st.text_input(
         "Model name on that server",
+        value=os.environ.get(MODEL_ENV, ""),
         key=f"{key}_{role}_base_url_model",
         placeholder="smollm2-135m",
     )

@@ -46,6 +46,7 @@ from studio_ui import (
 )
 
 BATCH_POLL_S = 1.0
+DEFAULT_CONCURRENCY = 4
 
 store = get_store()
 if store is None:
@@ -84,8 +85,6 @@ agent_choice, grader_choice, errors = agent_and_grader_pickers(
     key="batch", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
 )
 
-st.session_state.setdefault("batch_max_iterations", DEFAULT_MAX_ITERATIONS)
-st.session_state.setdefault("batch_concurrency", 4)
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
 tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="batch_tools")
 max_iterations = c2.number_input(
@@ -93,11 +92,13 @@ max_iterations = c2.number_input(
     min_value=1,
     max_value=MAX_ITERATIONS_LIMIT,
     step=1,
+    value=DEFAULT_MAX_ITERATIONS,  # in `value=`, so the browser never falls back to min_value
     key="batch_max_iterations",
 )
 concurrency = c3.number_input(
-    "Concurrency", min_value=1, max_value=MAX_CONCURRENCY, step=1, key="batch_concurrency"
-)
+    "Concurrency", min_value=1, max_value=MAX_CONCURRENCY, step=1, value=DEFAULT_CONCURRENCY,
+    key="batch_concurrency",
+)  # fmt: skip
 keep = c4.radio(
     "Keep",
     list(KEEP_CHOICES),

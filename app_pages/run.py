@@ -119,12 +119,14 @@ for choice in (agent_choice, grader_choice):
         )
         break
 
-st.session_state.setdefault("run_max_iterations", DEFAULT_MAX_ITERATIONS)
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
 tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="run_tools")
+# The default goes in `value=`, not in session state: without it the widget's own default is
+# min_value (1), which the browser falls back to whenever it mounts the input with no value
+# of its own, and then sends back, silently turning the run into a single pass.
 max_iterations = c2.number_input(
     "Max iterations", min_value=1, max_value=MAX_ITERATIONS_LIMIT, step=1,
-    key="run_max_iterations",
+    value=DEFAULT_MAX_ITERATIONS, key="run_max_iterations",
 )  # fmt: skip
 agent_kind = c3.radio("Agent kind", list(AGENT_KINDS), key="run_agent_kind", horizontal=True)
 keep = c4.radio(

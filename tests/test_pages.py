@@ -189,6 +189,41 @@ def test_run_keeps_going_across_pages_and_can_be_stopped(app: AppTest) -> None:
     assert any("interrupted" in w.value for w in app.warning)
 
 
+def test_run_and_batch_inputs_carry_their_defaults_as_the_widgets_own(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A widget's own default is what the browser falls back to (and sends back) whenever it
+    mounts the widget without a value of its own; a default kept only in session state left
+    Max iterations' own default at min_value, so a run could silently get a single pass."""
+    from rubric_core.schema import DEFAULT_MAX_ITERATIONS
+
+    monkeypatch.setenv("RUBRIC_STUDIO_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RUBRIC_STUDIO_LLM_MODEL", "tiny")
+    _page(app, "run")
+    app.selectbox(key="run_scenario_helper").set_value(SCENARIO)
+    app.button(key="run_use_scenario").click().run()
+    for page in ("run", "batch"):
+        _page(app, page)
+        _no_exception(app)
+        max_iterations = app.number_input(key=f"{page}_max_iterations")
+        assert max_iterations.proto.default == DEFAULT_MAX_ITERATIONS
+        assert max_iterations.value == DEFAULT_MAX_ITERATIONS
+        if page == "batch":
+            assert app.number_input(key="batch_concurrency").proto.default == 4
+        app.radio(key=f"{page}_grader_source").set_value("base_url").run()
+        base_url = app.text_input(key=f"{page}_grader_base_url")
+        assert base_url.proto.default == base_url.value == "http://127.0.0.1:9/v1"
+        model = app.text_input(key=f"{page}_grader_base_url_model")
+        assert model.proto.default == model.value == "tiny"
+
+    # A value the person sets still wins over the default, rerun after rerun.
+    _page(app, "run")
+    app.number_input(key="run_max_iterations").set_value(5).run()
+    app.run()
+    assert app.number_input(key="run_max_iterations").value == 5
+    _no_exception(app)
+
+
 def test_run_page_missing_api_key_is_explained_in_place(app: AppTest) -> None:
     _page(app, "run")
     app.selectbox(key="run_scenario_helper").set_value(SCENARIO)
