@@ -31,6 +31,7 @@ from rubric_core.grader import (
 )
 from rubric_core.grader.checked import checks_only_outcome, judged_names, merge_outcome
 from rubric_core.grader.judges import UNSET, Unset, build_judges, check_judges
+from rubric_core.grader.validate import check_middleware_arguments
 from rubric_core.messages import final_answer, grader_feedback_message
 from rubric_core.rubric import CriterionSpec, validate_criteria
 from rubric_core.schema import (
@@ -216,6 +217,14 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             `BaseChatModel`s) that each grade every pass. Give `model` or `panel`.
         samples: How many times each judge grades every pass (default 1). `model="m",
             samples=3` samples one model three times; with `panel`, every judge k times.
+        grader_timeout_s: Timeout of one grader model call (default 120 s). Set on the
+            client of a grader given as a string (which also gets no client-side retries:
+            `retry_attempts` governs) and of a LangChain OpenAI model that has none.
+        grader_budget_s: Wall-clock budget of one judge's grading pass (default 600 s):
+            calls, corrections, tool rounds, retries and their waits. When it is spent the
+            pass ends as `grader_error`, saying so. Each pass also caps the grader's model
+            calls (12), tool calls (24; 3 identical ones) and the reply text it keeps
+            (`grader.GraderLimits`).
 
     With more than one judge (`panel`, or `samples` above 1) each criterion passes by
     strict majority (`evaluate.combine_panel`): more than half of the judges pass it. A
@@ -226,8 +235,11 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     decided once, before the judges, who vote only on the others.
 
     Raises:
-        TypeError: `max_iterations` is not an int, or `on_evaluation` is not callable.
-        ValueError: A parameter is out of range, or `model` is empty.
+        TypeError: A parameter has the wrong type (`model=42`, `tools="x"`, a string
+            `transcript_budget_chars`, ...); the message names it.
+        ValueError: A parameter is out of range (NaN or infinite delays too), or `model`
+            names no usable model (`"nonsense"`, `"openai:"`, a provider without its API
+            key or package).
         InputError: At invocation, `model` is `None` and the rubric has criteria without
             a code check.
 
@@ -266,8 +278,23 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         check_dir: str | Path | None = None,
         panel: Sequence[str | BaseChatModel] | None = None,
         samples: int = 1,
+        grader_timeout_s: float = 120.0,
+        grader_budget_s: float = 600.0,
     ) -> None:
         super().__init__()
+        limits = check_middleware_arguments(
+            model=model,
+            panel=panel,
+            system_prompt=system_prompt,
+            tools=tools,
+            retry_attempts=retry_attempts,
+            retry_initial_delay_s=retry_initial_delay_s,
+            retry_max_delay_s=retry_max_delay_s,
+            transcript_budget_chars=transcript_budget_chars,
+            check_dir=check_dir,
+            grader_timeout_s=grader_timeout_s,
+            grader_budget_s=grader_budget_s,
+        )
         judges = check_judges(model, panel, samples)
         if keep not in KEEP_CHOICES:
             msg = f"keep must be one of {', '.join(map(repr, KEEP_CHOICES))}, got {keep!r}"
@@ -276,18 +303,6 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         if on_evaluation is not None and not callable(on_evaluation):
             msg = f"on_evaluation must be callable, got {type(on_evaluation).__name__}"
             raise TypeError(msg)
-        if isinstance(retry_attempts, bool) or not isinstance(retry_attempts, int):
-            msg = f"retry_attempts must be an int, got {retry_attempts!r}"
-            raise TypeError(msg)
-        if retry_attempts < 1:
-            msg = f"retry_attempts must be at least 1, got {retry_attempts}"
-            raise ValueError(msg)
-        if retry_initial_delay_s < 0 or retry_max_delay_s < 0:
-            msg = "retry_initial_delay_s and retry_max_delay_s must not be negative"
-            raise ValueError(msg)
-        if transcript_budget_chars < 1_000:
-            msg = f"transcript_budget_chars must be at least 1000, got {transcript_budget_chars}"
-            raise ValueError(msg)
         self.max_iterations = max_iterations
         self.on_evaluation = on_evaluation
         self.keep: KeepChoice = keep
@@ -304,6 +319,8 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             tools=list(tools or []),
             retry=retry,
             budget_chars=transcript_budget_chars,
+            limits=limits,
+            parameter="model" if panel is None else "panel",
         )
 
     # -- hooks -------------------------------------------------------------------------

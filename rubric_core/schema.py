@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, StrictBool, model_validator
 from typing_extensions import TypedDict
 
 GraderVerdict = Literal["satisfied", "needs_revision", "failed"]
@@ -40,8 +40,9 @@ STATUS_DESCRIPTIONS: dict[str, str] = {
         "the agent's last answer is left as it was."
     ),
     "failed": (
-        "The grader judged the rubric malformed or impossible to evaluate; "
-        "fix the rubric (or give the grader a tool) and run again."
+        "The grader said the rubric is malformed or cannot be evaluated; its explanation "
+        "says why. Check that reason before changing the rubric: a weak grader may be "
+        "wrong (a tool or a stronger grader may be what it needs)."
     ),
     "grader_error": (
         "The grader itself broke (timeout, missing credentials, unusable output); "
@@ -200,7 +201,8 @@ class Criterion(BaseModel):
         default="",
         description="What in the transcript or in tool results supports the verdict.",
     )
-    passed: bool = Field(description="True only if the evidence positively confirms it.")
+    # Strict: `"passed": "yes"` (or 1) is rejected and corrected, never read as a pass.
+    passed: StrictBool = Field(description="True only if the evidence positively confirms it.")
     gap: str | None = Field(
         default=None,
         description=(
@@ -209,7 +211,7 @@ class Criterion(BaseModel):
         ),
     )
 
-    insufficient: bool = Field(
+    insufficient: StrictBool = Field(
         default=False,
         description=(
             "True only if the transcript and tool results do not show enough to judge this "

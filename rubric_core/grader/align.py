@@ -14,6 +14,12 @@ if TYPE_CHECKING:
 _FUZZY_MATCH = 0.6
 """Least `difflib` similarity at which a paraphrased name counts as the criterion."""
 
+_POSITION_MATCH = 0.35
+"""Least similarity at which an entry at a criterion's own position counts as it, when
+the counts agree (a looser paraphrase than `_FUZZY_MATCH`, but not `foo` for `has a title`)."""
+
+_WORD = re.compile(r"\w{4,}")
+
 
 def _normalise(name: str) -> str:
     name = re.sub(r"^\s*(?:\d+[.)]|[-*•])\s*", "", name)
@@ -49,13 +55,59 @@ def _match(expected: Sequence[str], keys: Sequence[str]) -> dict[int, int]:
     return matched
 
 
+def _close(target: str, key: str) -> bool:
+    """Whether a name at the criterion's own position may stand for it: similar enough,
+    or sharing a word of four letters or more.
+
+    Examples:
+        >>> _close("has a title", "title present"), _close("has a title", "foo")
+        (True, False)
+    """
+    if not target or not key:
+        return False
+    if set(_WORD.findall(target)) & set(_WORD.findall(key)):
+        return True
+    return difflib.SequenceMatcher(None, target, key).ratio() >= _POSITION_MATCH
+
+
+def unmatched_entries(expected: Sequence[str], response: GraderResponse) -> list[str]:
+    """The names of the grader's entries that `align_criteria` matched to no criterion.
+
+    Examples:
+        >>> from rubric_core.schema import GraderResponse
+        >>> response = GraderResponse.model_validate({
+        ...     "criteria": [{"name": "foo", "passed": True}],
+        ...     "explanation": "Fine.", "result": "satisfied",
+        ... })
+        >>> unmatched_entries(["has a title"], response)
+        ['foo']
+    """
+    used = set(_alignment(expected, response).values())
+    return [c.name for gi, c in enumerate(response.criteria) if gi not in used]
+
+
+def _alignment(expected: Sequence[str], response: GraderResponse) -> dict[int, int]:
+    """Expected index -> entry index, by name, then by position where `_close`."""
+    keys = [_normalise(c.name) for c in response.criteria]
+    matched = _match(expected, keys)
+    if len(matched) < len(expected) and len(keys) == len(expected):
+        used = set(matched.values())
+        for ei, name in enumerate(expected):
+            if ei not in matched and ei not in used and _close(_normalise(name), keys[ei]):
+                matched[ei] = ei
+                used.add(ei)
+    return matched
+
+
 def align_criteria(
     expected: Sequence[str], response: GraderResponse
 ) -> tuple[list[CriterionVerdict], list[str]]:
     """Map the grader's entries onto the rubric's criteria, in rubric order.
 
-    Entries are matched by name (exact after normalising, then closest); if every name
-    misses but the counts agree, by position.
+    Entries are matched by name (exact after normalising, then closest). When the counts
+    agree, a criterion no name matched takes the entry at its own position, if that
+    entry is unused and its name is close (`_close`); entries named after criteria the
+    rubric does not have are dropped, and those criteria count as not accounted for.
 
     Args:
         expected: The rubric's criteria, as `parse_rubric` returns them.
@@ -75,9 +127,7 @@ def align_criteria(
         ([{'name': 'has a title', 'passed': True}], ['cites a source'])
     """
     given = list(response.criteria)
-    matched = _match(expected, [_normalise(c.name) for c in given])
-    if len(matched) < len(expected) and len(given) == len(expected):
-        matched = {i: i for i in range(len(expected))}
+    matched = _alignment(expected, response)
     verdicts: list[CriterionVerdict] = []
     missing: list[str] = []
     for ei, name in enumerate(expected):

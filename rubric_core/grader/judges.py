@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.tools import BaseTool
 
+    from rubric_core.grader.budget import GraderLimits
     from rubric_core.grader.retry import RetryPolicy
 
 __all__ = ["UNSET", "Unset", "build_judges", "check_judges"]
@@ -86,9 +87,16 @@ def build_judges(
     tools: Sequence[BaseTool],
     retry: RetryPolicy,
     budget_chars: int,
+    limits: GraderLimits | None = None,
+    parameter: str = "model",
 ) -> Grader | Panel | None:
     """One `Grader` per judge: the grader itself when there is one, a `Panel` of several,
-    `None` when there is none (code checks only)."""
+    `None` when there is none (code checks only).
+
+    Raises:
+        ValueError: A judge given as a string names no usable model; the message names
+            `parameter` (`model`, or `panel` for a panel's judges).
+    """
     graders = [
         Grader(
             judge,
@@ -96,6 +104,8 @@ def build_judges(
             tools=list(tools),
             retry=retry,
             budget_chars=budget_chars,
+            limits=limits,
+            parameter=parameter,
         )
         for judge in judges
     ]

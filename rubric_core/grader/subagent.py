@@ -17,7 +17,16 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 
 from rubric_core.errors import RubricStudioError
-from rubric_core.grader.align import align_criteria
+from rubric_core.grader.align import align_criteria, unmatched_entries
+from rubric_core.grader.budget import (
+    GraderLimits,
+    PassBudget,
+    PassLimits,
+    ToolCallLimits,
+    active_budget,
+    spending,
+)
+from rubric_core.grader.clients import grader_model
 from rubric_core.grader.prompt import (
     GRADER_SYSTEM_PROMPT,
     build_payload,
@@ -26,6 +35,7 @@ from rubric_core.grader.prompt import (
     rejection_reason,
 )
 from rubric_core.grader.retry import GRADER_RECURSION_LIMIT, RetryPolicy, describe_exception
+from rubric_core.grader.verdict_schema import verdict_model
 from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse
 
 if TYPE_CHECKING:
@@ -52,6 +62,9 @@ valid verdict would otherwise burn its whole step budget (and context window) tr
 _SKIPPED_GAP = "Not graded: the grader skipped it."
 
 _LAST_ATTEMPT_RAISES = "unreachable: the last attempt re-raises its failure"
+
+_CACHED_AGENTS = 8
+"""Sub-agents kept per grader, one per checklist (each has its own verdict schema)."""
 
 
 class GraderOutputError(RubricStudioError, RuntimeError):
@@ -145,10 +158,16 @@ def _verdict(result: dict[str, Any]) -> GraderResponse:
 def _check(
     criteria: Sequence[str], response: GraderResponse
 ) -> tuple[list[CriterionVerdict], list[str]]:
-    """The verdicts in rubric order and the criteria the grader left out."""
+    """The verdicts in rubric order and the criteria the grader left out.
+
+    A `failed` verdict is aligned like any other, so criteria the rubric does not have
+    are never kept; the criteria it leaves out are not counted as skipped (it judged the
+    rubric as a whole).
+    """
+    verdicts, missing = align_criteria(criteria, response)
     if response.result == "failed":
-        return [c.as_verdict() for c in response.criteria], []
-    return align_criteria(criteria, response)
+        return verdicts, []
+    return verdicts, missing
 
 
 def _finish(
@@ -170,18 +189,46 @@ def _finish(
 
 
 def _conclude(criteria: Sequence[str], response: GraderResponse) -> GraderOutcome:
-    return _finish(response, *_check(criteria, response))
+    outcome = _finish(response, *_check(criteria, response))
+    invented = unmatched_entries(criteria, response)
+    if invented:
+        listed = ", ".join(repr(name) for name in invented)
+        note = (
+            f"The verdict also named criteria the rubric does not have ({listed}); they were "
+            "not kept"
+            + (
+                ", and the grader may have misread the rubric."
+                if response.result == "failed"
+                else "."
+            )
+        )
+        outcome.explanation = f"{outcome.explanation} ({note})" if outcome.explanation else note
+    return outcome
 
 
 def _coverage_problem(
     criteria: Sequence[str], response: GraderResponse, iteration: int
 ) -> str | None:
-    """The correction to send when the verdict left checklist items out, else `None`."""
-    _, missing = _check(criteria, response)
+    """The correction to send when the verdict left checklist items out, else `None`.
+
+    A `failed` verdict is asked again only when it named criteria the rubric does not
+    have: the grader may have misread the rubric rather than found it faulty.
+    """
+    _, missing = align_criteria(criteria, response)
+    if response.result == "failed" and not unmatched_entries(criteria, response):
+        return None
     if not missing:
         return None
     logger.warning("grader skipped criteria on pass %d; asking again", iteration)
     return coverage_correction(missing)
+
+
+def _budget() -> PassBudget:
+    budget = active_budget()
+    if budget is None:  # pragma: no cover - grade/agrade always set one
+        msg = "a grader call outside a pass: no PassBudget is active"
+        raise RuntimeError(msg)
+    return budget
 
 
 @contextmanager
@@ -203,11 +250,14 @@ class _Attempt:
     otherwise (the last attempt, a lasting failure, `GraphBubbleUp`) it propagates.
     """
 
-    def __init__(self, index: int, policy: RetryPolicy, usage: GraderUsage) -> None:
+    def __init__(
+        self, index: int, policy: RetryPolicy, usage: GraderUsage, budget: PassBudget
+    ) -> None:
         self.index = index
         self.delay = 0.0
         self._policy = policy
         self._usage = usage
+        self._budget = budget
         self._counting = ExitStack()
 
     def __enter__(self) -> None:
@@ -226,6 +276,8 @@ class _Attempt:
         delay = self._policy.backoff(exc, self.index)
         if delay is None:
             return False
+        # Raises (chained to `exc`) when no time is left for the wait and another call.
+        delay = self._budget.retry_delay(delay, describe_exception(exc))
         logger.warning(
             "transient grader failure (%s); retry %d in %.2fs",
             describe_exception(exc),
@@ -236,10 +288,10 @@ class _Attempt:
         return True
 
 
-def _attempts(policy: RetryPolicy, usage: GraderUsage) -> Iterator[_Attempt]:
+def _attempts(policy: RetryPolicy, usage: GraderUsage, budget: PassBudget) -> Iterator[_Attempt]:
     # At least one call; the policy never lets the last one be swallowed.
     for index in range(max(policy.attempts, 1)):
-        yield _Attempt(index, policy, usage)
+        yield _Attempt(index, policy, usage, budget)
 
 
 class Grader:
@@ -251,6 +303,13 @@ class Grader:
         tools: Tools the grader may call for evidence.
         retry: How transient failures are retried.
         budget_chars: Transcript budget (see `render_transcript`).
+        limits: Timeout per call, time budget per pass, caps on model and tool calls
+            and on the reply text kept (see `GraderLimits`).
+        parameter: What the caller calls `model`, for its errors (`model`, `panel`).
+
+    Raises:
+        ValueError: `model` is a string that names no usable model (see
+            `clients.model_from_spec`): checked here, before any agent runs.
     """
 
     def __init__(
@@ -261,32 +320,38 @@ class Grader:
         tools: Sequence[BaseTool],
         retry: RetryPolicy,
         budget_chars: int,
+        limits: GraderLimits | None = None,
+        parameter: str = "model",
     ) -> None:
-        self._model_spec = model
+        self.limits = limits or GraderLimits()
+        # Built now (no network): a spec that cannot work fails here, not after the agent ran.
+        self.model = grader_model(model, timeout_s=self.limits.timeout_s, parameter=parameter)
         self._system_prompt = system_prompt or GRADER_SYSTEM_PROMPT
         self._tools = list(tools)
         self._retry = retry
         self._budget_chars = budget_chars
-        self._agent: CompiledStateGraph[Any, Any, Any, Any] | None = None
+        self._agents: dict[tuple[str, ...], CompiledStateGraph[Any, Any, Any, Any]] = {}
 
-    @property
-    def agent(self) -> CompiledStateGraph[Any, Any, Any, Any]:
-        """The grader sub-agent, built on first use so constructing the middleware is cheap."""
-        if self._agent is None:
-            model = self._model_spec
-            if isinstance(model, str):
-                from langchain.chat_models import init_chat_model
-
-                model = init_chat_model(model)
-            self._agent = create_agent(
-                model,
+    def agent(self, criteria: Sequence[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
+        """The grader sub-agent for this checklist (its verdict schema names the items),
+        built on first use so constructing the middleware is cheap."""
+        key = tuple(criteria)
+        if key not in self._agents:
+            if len(self._agents) >= _CACHED_AGENTS:
+                self._agents.pop(next(iter(self._agents)))
+            self._agents[key] = create_agent(
+                self.model,
                 tools=self._tools,
                 system_prompt=self._system_prompt,
-                response_format=ToolStrategy(GraderResponse, handle_errors=rejection_message),
-                middleware=[_CorrectionLimit(_MAX_CORRECTIONS)],
+                response_format=ToolStrategy(verdict_model(key), handle_errors=rejection_message),
+                middleware=[
+                    _CorrectionLimit(_MAX_CORRECTIONS),
+                    PassLimits(),
+                    *([ToolCallLimits()] if self._tools else []),
+                ],
                 name=RUBRIC_GRADER_MESSAGE_SOURCE,
             )
-        return self._agent
+        return self._agents[key]
 
     def grade(
         self,
@@ -317,10 +382,12 @@ class Grader:
                 records it as `grader_error`); `GraphBubbleUp` at once.
         """
         ask = functools.partial(self._input, rubric, criteria, messages, iteration, checked)
-        first = self._call(ask(), usage)
-        if (correction := _coverage_problem(criteria, first, iteration)) is not None:
-            with _keeping_the_first_verdict():
-                return _conclude(criteria, self._call(ask(correction), usage))
+        call = functools.partial(self._call, self.agent(criteria), usage=usage)
+        with spending(PassBudget(self.limits)):
+            first = call(ask())
+            if (correction := _coverage_problem(criteria, first, iteration)) is not None:
+                with _keeping_the_first_verdict():
+                    return _conclude(criteria, call(ask(correction)))
         return _conclude(criteria, first)
 
     async def agrade(
@@ -335,10 +402,12 @@ class Grader:
     ) -> GraderOutcome:
         """One grading pass, asynchronously. Mirrors `grade`; only the calls are awaited."""
         ask = functools.partial(self._input, rubric, criteria, messages, iteration, checked)
-        first = await self._acall(ask(), usage)
-        if (correction := _coverage_problem(criteria, first, iteration)) is not None:
-            with _keeping_the_first_verdict():
-                return _conclude(criteria, await self._acall(ask(correction), usage))
+        call = functools.partial(self._acall, self.agent(criteria), usage=usage)
+        with spending(PassBudget(self.limits)):
+            first = await call(ask())
+            if (correction := _coverage_problem(criteria, first, iteration)) is not None:
+                with _keeping_the_first_verdict():
+                    return _conclude(criteria, await call(ask(correction)))
         return _conclude(criteria, first)
 
     def _input(
@@ -363,16 +432,28 @@ class Grader:
 
     # The retry loops: `_Attempt` holds everything but the call and the wait.
 
-    def _call(self, grader_input: dict[str, Any], usage: GraderUsage) -> GraderResponse:
-        for attempt in _attempts(self._retry, usage):
+    def _call(
+        self,
+        agent: CompiledStateGraph[Any, Any, Any, Any],
+        grader_input: dict[str, Any],
+        *,
+        usage: GraderUsage,
+    ) -> GraderResponse:
+        for attempt in _attempts(self._retry, usage, _budget()):
             with attempt:
-                return _verdict(self.agent.invoke(grader_input, _config()))
+                return _verdict(agent.invoke(grader_input, _config()))
             time.sleep(attempt.delay)
         raise AssertionError(_LAST_ATTEMPT_RAISES)
 
-    async def _acall(self, grader_input: dict[str, Any], usage: GraderUsage) -> GraderResponse:
-        for attempt in _attempts(self._retry, usage):
+    async def _acall(
+        self,
+        agent: CompiledStateGraph[Any, Any, Any, Any],
+        grader_input: dict[str, Any],
+        *,
+        usage: GraderUsage,
+    ) -> GraderResponse:
+        for attempt in _attempts(self._retry, usage, _budget()):
             with attempt:
-                return _verdict(await self.agent.ainvoke(grader_input, _config()))
+                return _verdict(await agent.ainvoke(grader_input, _config()))
             await asyncio.sleep(attempt.delay)
         raise AssertionError(_LAST_ATTEMPT_RAISES)
