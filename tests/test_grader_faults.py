@@ -8,6 +8,7 @@ themselves or skip criteria. The agent is a replay model, so any re-run would sh
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import struct
@@ -102,6 +103,8 @@ class FaultServer:
                     )
                     self.connection.close()
                     self.close_connection = True
+                elif kind == "raw":
+                    self._send(200, json.dumps(value).encode())
                 elif kind == "hang":
                     time.sleep(float(value))
                     self.close_connection = True
@@ -255,3 +258,200 @@ def test_verdict_missing_criteria_is_retried_once_then_trusted_only_for_what_it_
     assert first["result"] == "needs_revision"
     assert first["criteria"][1]["passed"] is False
     assert result["_rubric_status"] == "satisfied"
+
+
+# -- bounded waits and honest counts (issue 14, items 7, 9, 13, 17) ----------------------
+
+
+class SilentServer:
+    """A TCP endpoint that accepts connections and never answers a byte."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.connections: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections.append(conn)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        for conn in self.connections:
+            conn.close()
+        self.sock.close()
+
+
+@pytest.fixture
+def openai_env(monkeypatch):
+    """The documented grader path, `model="openai:..."`, pointed at a local endpoint."""
+
+    def point_at(base_url: str) -> None:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        monkeypatch.setenv("OPENAI_API_BASE", base_url)
+
+    return point_at
+
+
+def run_in_thread(agent, state, *, wait_s: float = 60.0):
+    """Invoke in a daemon thread; `None` if it is still waiting after `wait_s` (a hang)."""
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.update(result=agent.invoke(state)), daemon=True)
+    thread.start()
+    thread.join(wait_s)
+    return box.get("result")
+
+
+def string_spec_loop(**kwargs):
+    agent_model = ReplayChatModel(turns=[AIMessage(f"draft {i}") for i in range(1, 6)])
+    evaluations: list[dict] = []
+    kwargs.setdefault("retry_initial_delay_s", 0.01)
+    kwargs.setdefault("retry_max_delay_s", 0.05)
+    middleware = RubricMiddleware(
+        model="openai:gpt-4.1-mini", on_evaluation=evaluations.append, **kwargs
+    )
+    agent = create_agent(agent_model, middleware=[middleware])
+    return agent, evaluations
+
+
+def test_a_grader_endpoint_that_never_answers_ends_in_grader_error_not_a_hang(openai_env):
+    with SilentServer() as server:
+        openai_env(server.base_url)
+        agent, evaluations = string_spec_loop(grader_timeout_s=0.5, retry_attempts=2)
+        result = run_in_thread(agent, {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC})
+        assert result is not None, "the grader call never returned"
+        assert len(server.connections) == 2, "one request per attempt, no hidden client retries"
+    assert result["_rubric_status"] == "grader_error"
+    assert evaluations[0]["explanation"].startswith("OpenAITimeoutError")
+    assert evaluations[0]["grader_attempts"] == 2
+
+
+def test_the_pass_budget_stops_retrying_and_says_so(openai_env):
+    with SilentServer() as server:
+        openai_env(server.base_url)
+        agent, evaluations = string_spec_loop(
+            grader_timeout_s=0.4, grader_budget_s=1.0, retry_attempts=10
+        )
+        result = run_in_thread(agent, {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC})
+        assert result is not None, "the grader call never returned"
+    assert result["_rubric_status"] == "grader_error"
+    explanation = evaluations[0]["explanation"]
+    assert "time budget of 1 s per pass ran out" in explanation, explanation
+    assert evaluations[0]["grader_attempts"] < 10
+
+
+def test_an_async_pass_is_cancelled_when_its_budget_runs_out():
+    with SilentServer() as server:
+        # the client's own timeout is longer than the pass's whole budget
+        grader = ChatOpenAI(
+            model="m", base_url=server.base_url, api_key="sk-test", timeout=300, max_retries=0
+        )
+        agent_model = ReplayChatModel(turns=[AIMessage("draft 1")])
+        evaluations: list[dict] = []
+        middleware = RubricMiddleware(
+            model=grader, on_evaluation=evaluations.append, grader_budget_s=0.5
+        )
+        agent = create_agent(agent_model, middleware=[middleware])
+
+        def run():
+            return asyncio.run(
+                agent.ainvoke({"messages": [HumanMessage("Write it.")], "rubric": RUBRIC})
+            )
+
+        box: dict = {}
+        thread = threading.Thread(target=lambda: box.update(result=run()), daemon=True)
+        thread.start()
+        thread.join(60)
+        assert "result" in box, "the async grader call never returned"
+    assert box["result"]["_rubric_status"] == "grader_error"
+    assert "time budget of 0.5 s per pass ran out" in evaluations[0]["explanation"]
+
+
+@pytest.mark.parametrize("given_as", ["string", "ChatOpenAI(max_retries=2)"])
+def test_grader_attempts_count_every_request_the_server_saw(given_as, openai_env):
+    with FaultServer([("status", (500, {}))] * 12) as server:
+        if given_as == "string":
+            openai_env(server.base_url)
+            agent, evaluations = string_spec_loop(retry_attempts=3)
+            agent.invoke({"messages": [HumanMessage("Write it.")], "rubric": RUBRIC})
+        else:
+            grader = ChatOpenAI(
+                model="m", base_url=server.base_url, api_key="sk-test", max_retries=2
+            )
+            agent_model = ReplayChatModel(turns=[AIMessage("draft 1")])
+            evaluations = []
+            middleware = RubricMiddleware(
+                model=grader,
+                on_evaluation=evaluations.append,
+                retry_attempts=3,
+                retry_initial_delay_s=0.01,
+            )
+            create_agent(agent_model, middleware=[middleware]).invoke(
+                {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC}
+            )
+            assert grader.max_retries == 2, "the caller's model object is left as it was"
+    assert evaluations[0]["result"] == "grader_error"
+    assert evaluations[0]["grader_attempts"] == 3
+    assert len(server.requests) == 3
+
+
+def test_passed_as_a_string_is_rejected_and_corrected():
+    yes = {
+        "criteria": [
+            {"name": "has a title", "passed": "yes"},
+            {"name": "cites a source", "passed": "yes"},
+        ],
+        "explanation": "Fine.",
+        "result": "satisfied",
+    }
+    with FaultServer([("ok", yes), ("ok", GOOD)]) as server:
+        result, evaluations, _ = run_loop(server)
+    assert len(server.requests) == 2
+    feedback = server.requests[1]["messages"][-1]
+    assert feedback["role"] == "tool" and "valid boolean" in feedback["content"]
+    assert result["_rubric_status"] == "satisfied"
+
+
+def test_an_empty_choices_list_is_a_clear_grader_error():
+    empty = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": []}
+    with FaultServer([("raw", empty)] * 3) as server:
+        result, evaluations, _ = run_loop(server)
+    assert result["_rubric_status"] == "grader_error"
+    explanation = evaluations[0]["explanation"]
+    assert explanation.startswith("EmptyReplyError"), explanation
+    assert "empty `choices` list" in explanation
+    assert len(server.requests) == 1, "an empty reply is not retried as if transient"
+
+
+def test_the_verdict_schema_sent_fixes_every_checklist_item_in_order():
+    with FaultServer([("ok", GOOD)]) as server:
+        run_loop(server)
+    (tool,) = [t for t in server.requests[0]["tools"] if t["function"]["name"] == "GraderResponse"]
+    criteria = tool["function"]["parameters"]["properties"]["criteria"]
+    assert criteria["minItems"] == criteria["maxItems"] == 2
+    names = [
+        {branch["properties"]["name"]["enum"][0] for branch in entry["anyOf"]}
+        for entry in criteria["prefixItems"]
+    ]
+    assert names == [{"has a title"}, {"cites a source"}]
+    failing = [
+        branch
+        for branch in criteria["prefixItems"][1]["anyOf"]
+        if branch["properties"]["passed"]["enum"] == [False]
+    ]
+    assert "gap" in failing[0]["required"]
+    assert failing[0]["properties"]["gap"]["minLength"] == 1
