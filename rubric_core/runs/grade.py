@@ -109,13 +109,14 @@ def _grader_factory(grader_model: str, base_url: str | None, api_key: str | None
 
 
 def build_grader(
-    llm: BaseChatModel | str,
+    llm: BaseChatModel | str | None,
     *,
     grader_tools: Sequence[str] = (),
     grader_system_prompt: str | None = None,
     samples: int = 1,
 ) -> RubricMiddleware:
-    """The middleware that grades one pass outside a loop (`grade_transcript`)."""
+    """The middleware that grades one pass outside a loop (`grade_transcript`); `None`
+    builds no judge (to check the tools and samples alone)."""
     from rubric_core.middleware import RubricMiddleware
     from rubric_core.tools import get_tools
 
@@ -263,7 +264,7 @@ def grade_outputs(
     version = store.get_rubric_version(rubric_version_id)
     labels = _check_labels(version, rows)
     make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
-    build_grader("unused", grader_tools=grader_tools, samples=samples)  # checks tools, samples
+    build_grader(None, grader_tools=grader_tools, samples=samples)  # checks tools, samples
     batch = batch_id or f"graded-{uuid.uuid4().hex[:16]}"
 
     def one(index: int) -> tuple[int, int | None, RubricEvaluation | None] | None:
@@ -355,7 +356,7 @@ def start_graded_batch(
     validate_concurrency(concurrency)
     _check_labels(store.get_rubric_version(version_id), rows)
     factory = _grader_factory(grader_model, base_url, api_key)
-    build_grader("unused", grader_tools=grader_tools, samples=samples)
+    build_grader(None, grader_tools=grader_tools, samples=samples)
     job = BatchJob(batch_id=f"graded-{uuid.uuid4().hex[:16]}", total=len(rows))
 
     def work() -> None:
@@ -436,7 +437,7 @@ def grade_by_person(
     except ValueError as exc:
         msg = f"the verdicts cannot be recorded: {exc}"
         raise GradingError(msg) from exc
-    middleware = build_grader(f"{HUMAN_GRADER_PREFIX}{reviewer}")
+    middleware = build_grader(None)  # a person's verdict: no model is called
     run_id, evaluation_id, _ = _store_pass(
         store,
         version,

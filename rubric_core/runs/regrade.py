@@ -198,7 +198,7 @@ def _prepare(
     )
     version = _versions(store, items, rubric_version_id)
     make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
-    build_grader("unused", grader_tools=grader_tools)  # unknown tools raise here
+    build_grader(None, grader_tools=grader_tools)  # unknown tools raise here
     label = name or (
         f"{version['name']}@{version['version']} by {grader_model}"
         + (f" x{samples}" if samples > 1 else "")
