@@ -35,7 +35,7 @@ from rubric_core.grader.prompt import (
     rejection_reason,
 )
 from rubric_core.grader.retry import GRADER_RECURSION_LIMIT, RetryPolicy, describe_exception
-from rubric_core.grader.verdict_schema import verdict_model
+from rubric_core.grader.verdict_schema import needs_items_fallback, verdict_model
 from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse
 
 if TYPE_CHECKING:
@@ -343,7 +343,10 @@ class Grader:
                 self.model,
                 tools=self._tools,
                 system_prompt=self._system_prompt,
-                response_format=ToolStrategy(verdict_model(key), handle_errors=rejection_message),
+                response_format=ToolStrategy(
+                    verdict_model(key, items_fallback=needs_items_fallback(self.model)),
+                    handle_errors=rejection_message,
+                ),
                 middleware=[
                     _CorrectionLimit(_MAX_CORRECTIONS),
                     PassLimits(),

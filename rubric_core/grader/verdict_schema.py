@@ -7,8 +7,12 @@ grader is shown instead has exactly one entry per checklist item, in order
 (`prefixItems`, `minItems` = `maxItems`), each name fixed (a one-value `enum`), and each
 entry one of two shapes: a pass (`passed: true`) or a failure (`passed: false` with a
 non-empty `gap` required). A verdict decoded under it is complete and names every failing
-criterion's gap by construction. `items` repeats the entries as an `anyOf` for clients
-that ignore `prefixItems`; with `maxItems` it admits nothing more.
+criterion's gap by construction.
+
+`items` is left out: llama.cpp's grammar converter reads `items` before `prefixItems`, so
+with both it would lose the order. LangChain's Google GenAI converter drops `prefixItems`
+and needs `items`, so for it (`items_fallback`) the entries are repeated as an `anyOf`
+under `items`: the count, the names and the gaps still hold, the order is not forced.
 
 What comes back is still validated as a `GraderResponse` (strict booleans, a result that
 agrees with the criteria) and aligned by name, so an unconstrained model that answers
@@ -58,7 +62,7 @@ def _entry(name: str) -> dict[str, Any]:
     return {"anyOf": [passing, failing]}
 
 
-def verdict_json_schema(criteria: Sequence[str]) -> dict[str, Any]:
+def verdict_json_schema(criteria: Sequence[str], *, items_fallback: bool = False) -> dict[str, Any]:
     """The JSON schema of a verdict on exactly these checklist items, in this order.
 
     Examples:
@@ -68,23 +72,28 @@ def verdict_json_schema(criteria: Sequence[str]) -> dict[str, Any]:
         (2, 2)
         >>> [entry["anyOf"][1]["required"] for entry in items["prefixItems"]][0]
         ['name', 'evidence', 'passed', 'gap']
+        >>> "items" in items, "items" in verdict_json_schema(["a"], items_fallback=True)[
+        ...     "properties"]["criteria"]
+        (False, True)
     """
     own = GraderResponse.model_json_schema()
     entries = [_entry(name) for name in criteria]
     props = own["properties"]
+    array: dict[str, Any] = {
+        "type": "array",
+        "description": props["criteria"]["description"],
+        "prefixItems": entries,
+        "minItems": len(entries),
+        "maxItems": len(entries),
+    }
+    if items_fallback:
+        array["items"] = {"anyOf": [branch for e in entries for branch in e["anyOf"]]}
     return {
         "title": "GraderResponse",
         "description": own.get("description", ""),
         "type": "object",
         "properties": {
-            "criteria": {
-                "type": "array",
-                "description": props["criteria"]["description"],
-                "prefixItems": entries,
-                "items": {"anyOf": [branch for e in entries for branch in e["anyOf"]]},
-                "minItems": len(entries),
-                "maxItems": len(entries),
-            },
+            "criteria": array,
             "explanation": {"type": "string", "description": props["explanation"]["description"]},
             "result": {
                 "type": "string",
@@ -97,8 +106,20 @@ def verdict_json_schema(criteria: Sequence[str]) -> dict[str, Any]:
     }
 
 
+def needs_items_fallback(model: object) -> bool:
+    """Whether `model`'s tool-schema converter drops `prefixItems` (LangChain's Google GenAI).
+
+    Examples:
+        >>> needs_items_fallback(object())
+        False
+    """
+    return type(model).__module__.startswith("langchain_google")
+
+
 @lru_cache(maxsize=_CACHED_RUBRICS)
-def verdict_model(criteria: tuple[str, ...]) -> type[GraderResponse]:
+def verdict_model(
+    criteria: tuple[str, ...], *, items_fallback: bool = False
+) -> type[GraderResponse]:
     """`GraderResponse` as the grader sees it for this checklist: same name, same
     validation, the schema of `verdict_json_schema`.
 
@@ -109,7 +130,7 @@ def verdict_model(criteria: tuple[str, ...]) -> type[GraderResponse]:
         >>> model.model_json_schema()["properties"]["criteria"]["maxItems"]
         1
     """
-    schema = verdict_json_schema(criteria)
+    schema = verdict_json_schema(criteria, items_fallback=items_fallback)
 
     def model_json_schema(cls: type[GraderResponse], *args: Any, **kwargs: Any) -> dict[str, Any]:
         return copy.deepcopy(schema)
