@@ -18,6 +18,9 @@ from langchain_core.language_models import BaseChatModel
 
 from rubric_core.errors import RubricStudioError
 
+_OUR_PREFIXES = frozenset({"replay", "openai-compatible"})
+"""Spec prefixes `models.resolve_model` knows and `init_chat_model` does not."""
+
 
 def _openai_base() -> type[Any] | None:
     try:
@@ -62,7 +65,12 @@ def model_from_spec(spec: str, *, timeout_s: float, parameter: str = "model") ->
         model: BaseChatModel = init_chat_model(text, timeout=timeout_s, max_retries=0)
     except Exception as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        msg = f"{parameter}={spec!r} cannot be used as a grader model: {detail}"
+        msg = f"{parameter}={spec!r} cannot be used as a grader model: {detail.rstrip('.')}"
+        if provider.strip() in _OUR_PREFIXES:
+            msg += (
+                f"; {provider.strip()}: specs are Rubric Studio's, not LangChain's: pass "
+                f"rubric_core.models.resolve_model({spec!r}, role='grader') instead"
+            )
         raise ValueError(msg) from exc
     return model
 
