@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import jsonschema
@@ -22,14 +23,15 @@ RUBRIC = "- has a title\n- cites a source"
 NAMES = ["has a title", "cites a source"]
 
 
-def run(grader_turns, *, cycle=False, **kwargs):
+def run(grader_turns, *, cycle=False, use_async=False, **kwargs):
     grader = ReplayChatModel(scenario="grader", turns=list(grader_turns), cycle=cycle)
     agent_model = ReplayChatModel(turns=[AIMessage(f"draft {i}") for i in range(1, 6)])
     evaluations: list[dict] = []
     kwargs.setdefault("retry_initial_delay_s", 0.0)
     middleware = RubricMiddleware(model=grader, on_evaluation=evaluations.append, **kwargs)
     agent = create_agent(agent_model, middleware=[middleware])
-    result = agent.invoke({"messages": [HumanMessage("Write it.")], "rubric": RUBRIC})
+    state = {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC}
+    result = asyncio.run(agent.ainvoke(state)) if use_async else agent.invoke(state)
     return result, evaluations, grader
 
 
@@ -42,9 +44,10 @@ def response(result, criteria, explanation="Judged."):
 # -- item 8: every model call counts, replies are cut -----------------------------------
 
 
-def test_a_grader_that_answers_in_plain_text_is_stopped_at_the_model_call_cap():
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_grader_that_answers_in_plain_text_is_stopped_at_the_model_call_cap(use_async):
     chatter = AIMessage("I think the draft is good. " * 40_000)  # about 1 MB per reply
-    result, evaluations, grader = run([chatter], cycle=True)
+    result, evaluations, grader = run([chatter], cycle=True, use_async=use_async)
     assert result["_rubric_status"] == "grader_error"
     limit = GraderLimits().max_model_calls
     assert len(grader.calls) == limit
@@ -74,9 +77,12 @@ def count_syllables(text: str) -> str:
     return f"{len(text.split()) * 2} syllables"
 
 
-def test_a_grader_repeating_one_tool_call_is_stopped_and_the_tool_is_named():
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_grader_repeating_one_tool_call_is_stopped_and_the_tool_is_named(use_async):
     repeat = tool_call_turn("count_syllables", {"text": "rain on the roof"})
-    result, evaluations, grader = run([repeat], cycle=True, tools=[count_syllables])
+    result, evaluations, grader = run(
+        [repeat], cycle=True, use_async=use_async, tools=[count_syllables]
+    )
     assert result["_rubric_status"] == "grader_error"
     explanation = evaluations[0]["explanation"]
     assert "kept calling count_syllables with the same arguments" in explanation, explanation

@@ -6,6 +6,10 @@ verdict is mapped onto the rubric, and the sub-agent that runs one grading pass.
 - `retry`: `RetryPolicy`, which failures are transient, `Retry-After`, failure texts.
 - `align`: matching the grader's criterion names to the rubric's.
 - `usage`: `GraderUsage`, the attempts and tokens of one pass.
+- `budget`: `GraderLimits` and `PassBudget`: timeout, time budget and call caps of a pass.
+- `clients`: the grader's client (a timeout, no client-side retries).
+- `verdict_schema`: the verdict's JSON schema built per checklist.
+- `validate`: `RubricMiddleware`'s argument checks.
 - `subagent`: `Grader`, which runs a pass, and its correction cap.
 - `panel`: `Panel`, judges combined by strict majority; `outcome_from_verdicts` for a person's.
 - `judges`: who grades a pass (one grader, a panel, or none: code checks only).
@@ -14,6 +18,7 @@ verdict is mapped onto the rubric, and the sub-agent that runs one grading pass.
 from __future__ import annotations
 
 from rubric_core.grader.align import align_criteria
+from rubric_core.grader.budget import GraderLimitError, GraderLimits
 from rubric_core.grader.panel import Panel, judge_name, outcome_from_verdicts
 from rubric_core.grader.prompt import GRADER_SYSTEM_PROMPT, build_payload
 from rubric_core.grader.retry import RetryPolicy, describe_exception, http_status, is_transient
@@ -24,6 +29,8 @@ from rubric_core.grader.usage import GraderUsage
 __all__ = [
     "GRADER_SYSTEM_PROMPT",
     "Grader",
+    "GraderLimitError",
+    "GraderLimits",
     "GraderOutcome",
     "GraderOutputError",
     "GraderUsage",
