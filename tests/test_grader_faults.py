@@ -409,6 +409,33 @@ def test_grader_attempts_count_every_request_the_server_saw(given_as, openai_env
     assert len(server.requests) == 3
 
 
+def test_an_anthropic_grader_object_sends_no_hidden_retries():
+    from langchain_anthropic import ChatAnthropic
+
+    with FaultServer([("status", (500, {}))] * 12) as server:
+        grader = ChatAnthropic(
+            model="claude-test", base_url=server.base_url.removesuffix("/v1"), api_key="sk-test"
+        )
+        # its client is built already (a copy must not reuse it)
+        assert grader._client.max_retries == 2
+        agent_model = ReplayChatModel(turns=[AIMessage("draft 1")])
+        evaluations: list[dict] = []
+        middleware = RubricMiddleware(
+            model=grader,
+            on_evaluation=evaluations.append,
+            retry_attempts=3,
+            retry_initial_delay_s=0.01,
+        )
+        create_agent(agent_model, middleware=[middleware]).invoke(
+            {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC}
+        )
+    assert evaluations[0]["result"] == "grader_error"
+    assert evaluations[0]["grader_attempts"] == 3
+    assert len(server.requests) == 3
+    assert grader.max_retries == 2, "the caller's model object is left as it was"
+    assert middleware.grader.model.default_request_timeout == 120.0
+
+
 def test_passed_as_a_string_is_rejected_and_corrected():
     yes = {
         "criteria": [

@@ -4,9 +4,9 @@
 `grader_attempts`; a client that also retried would multiply the requests sent behind that
 count (ChatOpenAI's default: 2 more per call) and, with no timeout (ChatOpenAI's default),
 could wait forever on an endpoint that never answers. So a grader given as a string is
-built with `timeout` and `max_retries=0`, and a LangChain OpenAI model given as an object
-is copied with its client's retries off and, when it has none, the timeout. Other model
-objects keep their own client settings (give them a timeout and `max_retries=0`); the
+built with `timeout` and `max_retries=0`, and a LangChain OpenAI or Anthropic model given as
+an object is copied with its client's retries off and, when it has none, the timeout. Other
+model objects keep their own client settings (give them a timeout and `max_retries=0`); the
 pass's time budget still bounds them between calls, and cancels their async calls.
 """
 
@@ -75,12 +75,44 @@ def model_from_spec(spec: str, *, timeout_s: float, parameter: str = "model") ->
     return model
 
 
-def grader_client(model: BaseChatModel, *, timeout_s: float) -> BaseChatModel:
-    """`model` with its client's retries off and a timeout, if it is a LangChain OpenAI model.
+def _is_anthropic(model: object) -> bool:
+    try:
+        from langchain_anthropic import ChatAnthropic
+    except ImportError:
+        return False
+    return isinstance(model, ChatAnthropic)
 
-    The caller's object is left as it is: a copy gets clients derived with the OpenAI
-    SDK's `with_options`. A timeout the model already has is kept.
+
+_ANTHROPIC_CACHED_CLIENTS = ("_client_params", "_client", "_async_client")
+"""ChatAnthropic's clients are `cached_property`s built from `max_retries` and
+`default_request_timeout`; a copy must drop any already built so its own are."""
+
+
+def _anthropic_client(model: BaseChatModel, *, timeout_s: float) -> BaseChatModel:
+    current = getattr(model, "default_request_timeout", None)
+    if getattr(model, "max_retries", None) == 0 and current is not None:
+        return model
+    copied: BaseChatModel = model.model_copy(
+        update={
+            "max_retries": 0,
+            "default_request_timeout": current if current is not None else timeout_s,
+        }
+    )
+    for name in _ANTHROPIC_CACHED_CLIENTS:
+        copied.__dict__.pop(name, None)
+    return copied
+
+
+def grader_client(model: BaseChatModel, *, timeout_s: float) -> BaseChatModel:
+    """`model` with its client's retries off and a timeout, for LangChain's OpenAI and
+    Anthropic models; other models as they are.
+
+    The caller's object is left as it is: the copy of an OpenAI model gets clients
+    derived with the OpenAI SDK's `with_options`, an Anthropic one builds its own. A
+    timeout the model already has is kept.
     """
+    if _is_anthropic(model):
+        return _anthropic_client(model, timeout_s=timeout_s)
     if not takes_call_timeout(model):
         return model
     current = getattr(model, "request_timeout", None)
