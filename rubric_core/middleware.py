@@ -219,7 +219,8 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             samples=3` samples one model three times; with `panel`, every judge k times.
         grader_timeout_s: Timeout of one grader model call (default 120 s). Set on the
             client of a grader given as a string (which also gets no client-side retries:
-            `retry_attempts` governs) and of a LangChain OpenAI model that has none.
+            `retry_attempts` governs) and of a LangChain OpenAI or Anthropic model object,
+            copied with its client retries off (its own timeout, if set, is kept).
         grader_budget_s: Wall-clock budget of one judge's grading pass (default 600 s):
             calls, corrections, tool rounds, retries and their waits. When it is spent the
             pass ends as `grader_error`, saying so. Each pass also caps the grader's model
