@@ -9,15 +9,17 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from rubric_core.errors import PassNotRecorded
 from rubric_core.messages import final_answer, is_grader_feedback
 from rubric_core.runs.agents import StopRun, build_agent, resolve_models, run_config
 from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
 from rubric_core.runs.spec import RunSpec, SpecError, spec_from_run, validate_spec
 from rubric_core.schema import RubricEvaluation
+from rubric_core.store.retry import retry_write
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -73,6 +75,9 @@ class RunHandle:
         """LangGraph thread id; `resume_run` continues it."""
         self.error: str | None = None
         """The exception text if the agent raised (status `error`)."""
+        self.final_status: str | None = None
+        """The status the run ended with, once it ended; `error` when storing its end
+        failed (the stored row may then still say `running`)."""
         self._store = store
         self._stop_event = stop_event if stop_event is not None else threading.Event()
         self._finished = threading.Event()
@@ -170,6 +175,35 @@ def _best(values: Mapping[str, Any]) -> tuple[int | None, float | None]:
     return best, None
 
 
+def _store_missing_passes(store: Store, run_id: int, values: Mapping[str, Any]) -> str | None:
+    """Store the passes the run's checkpointed state holds but the store lacks; why not, or None.
+
+    A pass reaches the state only after the recorder stored it, so this finds nothing
+    unless a pass was lost before that rule (a run recorded by an older version, which
+    went on without it): resuming such a run stores it from the state instead of
+    finishing with a gap in its iterations.
+    """
+    graded = [e for e in values.get("_rubric_evaluations") or [] if isinstance(e, Mapping)]
+    try:
+        if int(store.get_run(run_id).get("iterations") or 0) >= len(graded):
+            return None
+        stored = {(e["grading_run_id"], e["iteration"]) for e in store.run_evaluations(run_id)}
+        missing = [e for e in graded if (e.get("grading_run_id"), e.get("iteration")) not in stored]
+        for evaluation in missing:
+            retry_write(
+                lambda e=evaluation: store.record_evaluation(run_id, cast("RubricEvaluation", e)),
+                what=f"grading pass {int(evaluation.get('iteration') or 0) + 1} of run {run_id}",
+            )
+            logger.warning(
+                "run %s: stored grading pass %s from the checkpoint, where it was kept",
+                run_id,
+                int(evaluation.get("iteration") or 0) + 1,
+            )
+    except Exception as exc:
+        return f"graded passes of this run are missing from the store: {_error_text(exc)}"
+    return None
+
+
 def _agent_usage(messages: Iterable[BaseMessage]) -> tuple[int, int]:
     """Input and output tokens of the agent's own model calls (grader calls excluded)."""
     tokens_in = tokens_out = 0
@@ -191,20 +225,29 @@ def make_recorder(
 ) -> EvaluationListener:
     """`on_evaluation` for the middleware: commit each pass before the loop goes on.
 
-    The middleware logs and suppresses its callback's exceptions, so a pass the store
-    could not take is reported to `on_failure` (the run then ends `error` with it).
+    A write that fails for a reason that may pass (a lock, a full disk, a lost server)
+    is retried with backoff (`store.retry`). A pass that still cannot be stored ends the
+    run: the message goes to `on_failure` and `PassNotRecorded` stops the loop before the
+    pass enters the agent's state, so resuming the run grades that pass again.
     `listener` is called after the commit; its exceptions are logged, never raised.
     """
 
     def record(evaluation: RubricEvaluation) -> None:
+        number = int(evaluation.get("iteration") or 0) + 1
         try:
-            store.record_evaluation(run_id, evaluation)
+            retry_write(
+                lambda: store.record_evaluation(run_id, evaluation),
+                what=f"grading pass {number} of run {run_id}",
+            )
         except Exception as exc:
+            message = (
+                f"grading pass {number} could not be stored, so the run stopped before "
+                f"going on without it (resume the run to grade it again): {_error_text(exc)}"
+            )
+            logger.error("run %s: %s", run_id, message)
             if on_failure is not None:
-                on_failure(
-                    f"storing grading pass {evaluation.get('iteration')} failed: {_error_text(exc)}"
-                )
-            raise
+                on_failure(message)
+            raise PassNotRecorded(message) from exc
         if listener is not None:
             try:
                 listener(evaluation)
@@ -433,6 +476,8 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
                 error = "the agent finished without a grading pass"
         except StopRun:
             status = "interrupted"
+        except PassNotRecorded as exc:  # the recorder stopped the loop; it said why
+            status, error = "error", str(exc)
         except Exception as exc:  # any failure of the agent or its models ends the run
             if handle.stop_requested and isinstance(exc.__cause__, StopRun):
                 status = "interrupted"
@@ -442,10 +487,16 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
         if not values:
             with contextlib.suppress(Exception):
                 values = dict(agent.get_state(config).values)
+        unstored = _store_missing_passes(store, handle.run_id, values)
+        if unstored is not None and error is None:
+            status, error = "error", unstored
         messages: list[BaseMessage] = list(values.get("messages") or [])
         if messages:
             try:
-                store.save_transcript(handle.run_id, messages)
+                retry_write(
+                    lambda: store.save_transcript(handle.run_id, messages),
+                    what=f"the transcript of run {handle.run_id}",
+                )
             except Exception as exc:
                 logger.exception("could not save the transcript of run %s", handle.run_id)
                 if error is None and status != "interrupted":
@@ -456,18 +507,29 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
         tokens_in, tokens_out = _agent_usage(messages)
         handle.error = error
         best_iteration, best_score = _best(values)
-        store.finish_run(
-            handle.run_id,
-            status=status,
-            final_output=final_answer(messages, skip_empty=True),
-            error=error,
-            agent_input_tokens=tokens_in,
-            agent_output_tokens=tokens_out,
-            best_iteration=best_iteration,
-            score=best_score,
-        )
-    except Exception as exc:  # the store itself failed; keep the handle truthful
-        handle.error = handle.error or _error_text(exc)
+        try:
+            retry_write(
+                lambda: store.finish_run(
+                    handle.run_id,
+                    status=status,
+                    final_output=final_answer(messages, skip_empty=True),
+                    error=error,
+                    agent_input_tokens=tokens_in,
+                    agent_output_tokens=tokens_out,
+                    best_iteration=best_iteration,
+                    score=best_score,
+                ),
+                what=f"the end of run {handle.run_id}",
+            )
+        except Exception as exc:
+            prefix = f"{error}; " if error else ""
+            handle.error = f"{prefix}its end ({status}) could not be stored: {_error_text(exc)}"
+            raise
+        handle.final_status = status
+    except Exception:  # the store itself failed; keep the handle truthful
+        handle.final_status = "error"
+        if handle.error is None:
+            handle.error = "the run could not be finished in the store"
         logger.exception("run %s could not be finished in the store", handle.run_id)
     finally:
         CHECKPOINTERS.release(prepared.checkpoint_path)
