@@ -7,9 +7,9 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -17,8 +17,14 @@ from rubric_core.errors import PassNotRecorded
 from rubric_core.messages import final_answer, is_grader_feedback
 from rubric_core.runs.agents import StopRun, build_agent, resolve_models, run_config
 from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
+from rubric_core.runs.recording import (
+    EvaluationListener,
+    error_text,
+    make_recorder,
+    store_missing_passes,
+    verdicts_kept_for_failed_steps,
+)
 from rubric_core.runs.spec import RunSpec, SpecError, spec_from_run, validate_spec
-from rubric_core.schema import RubricEvaluation
 from rubric_core.store.retry import retry_write
 
 if TYPE_CHECKING:
@@ -44,9 +50,6 @@ _RESUMABLE_STATUSES = ("interrupted", "error")
 
 _TAKE_OVER_STATUSES = ("running", "interrupted")
 """A batch input's stored run in one of these is continued; any other status is final."""
-
-EvaluationListener = Callable[[RubricEvaluation], None]
-"""`listener(evaluation)`, called once per grading pass."""
 
 
 class RunHandle:
@@ -150,11 +153,6 @@ class RunHandle:
 # --------------------------------------------------------------------------- helpers
 
 
-def _error_text(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _best(values: Mapping[str, Any]) -> tuple[int | None, float | None]:
     """The pass a `keep="best"` run handed back and its score, from the final state.
 
@@ -175,35 +173,6 @@ def _best(values: Mapping[str, Any]) -> tuple[int | None, float | None]:
     return best, None
 
 
-def _store_missing_passes(store: Store, run_id: int, values: Mapping[str, Any]) -> str | None:
-    """Store the passes the run's checkpointed state holds but the store lacks; why not, or None.
-
-    A pass reaches the state only after the recorder stored it, so this finds nothing
-    unless a pass was lost before that rule (a run recorded by an older version, which
-    went on without it): resuming such a run stores it from the state instead of
-    finishing with a gap in its iterations.
-    """
-    graded = [e for e in values.get("_rubric_evaluations") or [] if isinstance(e, Mapping)]
-    try:
-        if int(store.get_run(run_id).get("iterations") or 0) >= len(graded):
-            return None
-        stored = {(e["grading_run_id"], e["iteration"]) for e in store.run_evaluations(run_id)}
-        missing = [e for e in graded if (e.get("grading_run_id"), e.get("iteration")) not in stored]
-        for evaluation in missing:
-            retry_write(
-                lambda e=evaluation: store.record_evaluation(run_id, cast("RubricEvaluation", e)),
-                what=f"grading pass {int(evaluation.get('iteration') or 0) + 1} of run {run_id}",
-            )
-            logger.warning(
-                "run %s: stored grading pass %s from the checkpoint, where it was kept",
-                run_id,
-                int(evaluation.get("iteration") or 0) + 1,
-            )
-    except Exception as exc:
-        return f"graded passes of this run are missing from the store: {_error_text(exc)}"
-    return None
-
-
 def _agent_usage(messages: Iterable[BaseMessage]) -> tuple[int, int]:
     """Input and output tokens of the agent's own model calls (grader calls excluded)."""
     tokens_in = tokens_out = 0
@@ -215,46 +184,6 @@ def _agent_usage(messages: Iterable[BaseMessage]) -> tuple[int, int]:
             tokens_in += int(usage.get("input_tokens") or 0)
             tokens_out += int(usage.get("output_tokens") or 0)
     return tokens_in, tokens_out
-
-
-def make_recorder(
-    store: Store,
-    run_id: int,
-    listener: EvaluationListener | None = None,
-    on_failure: Callable[[str], None] | None = None,
-) -> EvaluationListener:
-    """`on_evaluation` for the middleware: commit each pass before the loop goes on.
-
-    A write that fails for a reason that may pass (a lock, a full disk, a lost server)
-    is retried with backoff (`store.retry`). A pass that still cannot be stored ends the
-    run: the message goes to `on_failure` and `PassNotRecorded` stops the loop before the
-    pass enters the agent's state, so resuming the run grades that pass again.
-    `listener` is called after the commit; its exceptions are logged, never raised.
-    """
-
-    def record(evaluation: RubricEvaluation) -> None:
-        number = int(evaluation.get("iteration") or 0) + 1
-        try:
-            retry_write(
-                lambda: store.record_evaluation(run_id, evaluation),
-                what=f"grading pass {number} of run {run_id}",
-            )
-        except Exception as exc:
-            message = (
-                f"grading pass {number} could not be stored, so the run stopped before "
-                f"going on without it (resume the run to grade it again): {_error_text(exc)}"
-            )
-            logger.error("run %s: %s", run_id, message)
-            if on_failure is not None:
-                on_failure(message)
-            raise PassNotRecorded(message) from exc
-        if listener is not None:
-            try:
-                listener(evaluation)
-            except Exception:  # a watcher's bug must not end the run
-                logger.exception("on_evaluation listener of run %s raised", run_id)
-
-    return record
 
 
 # --------------------------------------------------------------------------- preparing
@@ -363,7 +292,7 @@ def _prepare_created(
             grader_llm=grader_llm,
         )
     except Exception as exc:
-        store.finish_run(handle.run_id, status="error", error=_error_text(exc))
+        store.finish_run(handle.run_id, status="error", error=error_text(exc))
         raise
 
 
@@ -482,12 +411,12 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
             if handle.stop_requested and isinstance(exc.__cause__, StopRun):
                 status = "interrupted"
             else:
-                status, error = "error", _error_text(exc)
+                status, error = "error", error_text(exc)
                 logger.warning("run %s failed: %s", handle.run_id, error)
         if not values:
             with contextlib.suppress(Exception):
                 values = dict(agent.get_state(config).values)
-        unstored = _store_missing_passes(store, handle.run_id, values)
+        unstored = store_missing_passes(store, handle.run_id, values)
         if unstored is not None and error is None:
             status, error = "error", unstored
         messages: list[BaseMessage] = list(values.get("messages") or [])
@@ -500,7 +429,7 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
             except Exception as exc:
                 logger.exception("could not save the transcript of run %s", handle.run_id)
                 if error is None and status != "interrupted":
-                    status, error = "error", f"saving the transcript failed: {_error_text(exc)}"
+                    status, error = "error", f"saving the transcript failed: {error_text(exc)}"
         failures = handle.record_failures
         if failures and status != "error":
             status, error = "error", failures[0]
@@ -523,7 +452,7 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
             )
         except Exception as exc:
             prefix = f"{error}; " if error else ""
-            handle.error = f"{prefix}its end ({status}) could not be stored: {_error_text(exc)}"
+            handle.error = f"{prefix}its end ({status}) could not be stored: {error_text(exc)}"
             raise
         handle.final_status = status
     except Exception:  # the store itself failed; keep the handle truthful
@@ -651,7 +580,8 @@ def _continue_from_checkpoint(prepared: PreparedRun, grader_attempts: int) -> bo
     messages = snapshot.values.get("messages") or []
     answers = sum(1 for m in messages if isinstance(m, AIMessage) and not is_grader_feedback(m))
     _fast_forward(prepared.agent_llm, answers, verdicts_only=False)
-    _fast_forward(prepared.grader_llm, grader_attempts, verdicts_only=True)
+    kept = verdicts_kept_for_failed_steps(prepared.agent, prepared.handle.thread_id, snapshot.tasks)
+    _fast_forward(prepared.grader_llm, grader_attempts + kept, verdicts_only=True)
     return True
 
 

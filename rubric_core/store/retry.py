@@ -83,16 +83,14 @@ DEFAULT_WRITE_RETRY = WriteRetry()
 """Four tries over about 2 s of sleeps (plus each try's own busy timeout)."""
 
 
-def retry_write(
-    write: Callable[[], _T], *, what: str, policy: WriteRetry = DEFAULT_WRITE_RETRY
-) -> _T:
+def retry_write(write: Callable[[], _T], *, what: str, policy: WriteRetry | None = None) -> _T:
     """`write()`, tried again on a transient `StoreError` as `policy` says.
 
     Args:
         write: The write; it must be safe to repeat (every store write a run makes is:
             passes are upserted, transcripts and ends replaced).
         what: What is being written, for the log ("grading pass 2 of run 7").
-        policy: Attempts and backoff.
+        policy: Attempts and backoff; `DEFAULT_WRITE_RETRY` when None.
 
     Raises:
         StoreError: The last failure, once the attempts are spent, or at once when it is
@@ -102,6 +100,7 @@ def retry_write(
         >>> retry_write(lambda: 42, what="nothing")
         42
     """
+    policy = policy if policy is not None else DEFAULT_WRITE_RETRY
 
     def log_retry(state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome is not None else None

@@ -21,8 +21,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rubric_core.store.errors import StoreError, StoreErrorKind
 from rubric_core.store.paths import DB_ENV_VAR, redact_url
-from rubric_core.store.postgres.migrations import apply_migrations
+from rubric_core.store.postgres.migrations import MIGRATIONS, applied_names, apply_migrations
 from rubric_core.store.postgres.nul import escape_params, escape_rows, restore_dict, restore_row
+from rubric_core.store.schema_version import newer_schema_refusal, write_refused
 from rubric_core.store.sqlbase import Dialect, SQLBackend, Tx, mark_interrupted
 
 __all__ = ["PostgresBackend", "server_name", "translate"]
@@ -151,7 +152,12 @@ class PostgresBackend(SQLBackend):
         self.timeout_s = timeout_s
         connect_timeout = max(1, round(timeout_s))
         with translating(url), psycopg.connect(url, connect_timeout=connect_timeout) as conn:
-            applied = apply_migrations(conn)
+            known = [name for name, _ in MIGRATIONS]
+            self.refusal = newer_schema_refusal(redact_url(url), applied_names(conn), known)
+            conn.rollback()
+            applied = [] if self.refusal is not None else apply_migrations(conn)
+        if self.refusal is not None:
+            _log.warning("%s", self.refusal)
         if applied:
             _log.info("applied %s to %s", ", ".join(applied), redact_url(url))
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
@@ -167,7 +173,8 @@ class PostgresBackend(SQLBackend):
         try:
             with translating(url):
                 self.pool.open(wait=True, timeout=timeout_s)
-            self._write(lambda tx: mark_interrupted(tx, redact_url(url)))
+            if self.refusal is None:
+                self._write(lambda tx: mark_interrupted(tx, redact_url(url)))
         except BaseException:
             self.pool.close()
             raise
@@ -182,6 +189,8 @@ class PostgresBackend(SQLBackend):
     def _write(self, job: Callable[[Tx], _T]) -> _T:
         if self.pool.closed:
             raise self._closed_error()
+        if self.refusal is not None:
+            raise write_refused(self.refusal)
         # The pool commits when the block ends without error, rolls back otherwise.
         with translating(self.url), self.pool.connection() as conn:
             return job(_PgTx(conn))
