@@ -360,6 +360,20 @@ def test_the_log_is_merged_while_the_store_is_open(tmp_path, monkeypatch):
         assert "kept" in _rubric_names(_copy_alone(path, tmp_path))
 
 
+def test_an_idle_store_merges_its_log_without_another_write(tmp_path, monkeypatch):
+    monkeypatch.setattr(connection, "CHECKPOINT_INTERVAL_S", 0.05)
+    path = tmp_path / "studio.db"
+    with Store(path) as store:
+        store.save_rubric_version("kept", RUBRIC)
+        merged = threading.Event()
+        for _ in range(200):  # up to 10 s; the writer merges 0.05 s after going idle
+            if "kept" in _rubric_names(_copy_alone(path, tmp_path)):
+                merged.set()
+                break
+            merged.wait(0.05)
+        assert merged.is_set()
+
+
 def test_backup_command_copies_a_store_in_use_into_one_file(tmp_path):
     path = tmp_path / "studio.db"
     dest = tmp_path / "backups" / "copy.db"

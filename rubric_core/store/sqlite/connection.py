@@ -30,9 +30,11 @@ _T = TypeVar("_T")
 _GROUP_COMMIT_MAX = 64
 
 CHECKPOINT_INTERVAL_S = 30.0
-"""At most this long after a commit, the writer merges the write-ahead log into the file
-(a passive checkpoint: it never blocks readers or waits for them), so a plain copy of the
-`.db` file lags the store by no more than this. Closing the store merges all of it."""
+"""Within this long of a commit, busy or idle, the writer merges the write-ahead log into
+the file (a passive checkpoint: it never blocks readers or waits for them), so a plain
+copy of the `.db` file lags the store by about this much at most (a reader in a long
+transaction can hold part of the log back until it ends). Closing the store merges all
+of it. `backup` makes a copy that lags by nothing."""
 
 Job = Callable[[Database], Any]
 """A unit of writing: runs on the writer thread inside the shared transaction."""
@@ -174,9 +176,17 @@ class SQLiteConnections:
             ready.set_exception(translate(exc, self.path, self.busy_timeout_s))
             return
         ready.set_result(None)
+        unmerged = False  # commits since the last checkpoint
         try:
             while True:
-                batch = [self._queue.get()]
+                due = self._checkpointed_at + self._checkpoint_every_s - time.monotonic()
+                try:
+                    first = self._queue.get(timeout=max(0.0, due) if unmerged else None)
+                except queue.Empty:  # idle with commits still in the log: merge them now
+                    self._checkpoint(db, "PASSIVE")
+                    unmerged = False
+                    continue
+                batch = [first]
                 # Group commit: whatever queued up meanwhile shares one transaction.
                 while len(batch) < _GROUP_COMMIT_MAX:
                     try:
@@ -186,8 +196,10 @@ class SQLiteConnections:
                 jobs = [item for item in batch if item is not None]
                 if jobs:
                     self._run_batch(db, jobs)
+                    unmerged = True
                     if time.monotonic() - self._checkpointed_at >= self._checkpoint_every_s:
                         self._checkpoint(db, "PASSIVE")
+                        unmerged = False
                 if len(jobs) < len(batch):
                     break
         finally:
