@@ -27,6 +27,7 @@ from rubric_core.store import MIGRATIONS, Store, StoreError
 from rubric_core.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
 from rubric_core.store.sqlite import connection
 from rubric_core.store.sqlite.connection import translate
+from rubric_core.ui.errors import store_error_message
 from tests.conftest import make_evaluation, new_run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -449,6 +450,8 @@ def test_a_store_a_newer_version_migrated_is_read_but_never_written(db_target):
             store.save_rubric_version("new", RUBRIC)
         assert refused.value.kind == "version"
         assert _FUTURE_STEP in str(refused.value) and newest_known in str(refused.value)
+        shown = store_error_message(refused.value, store.url)  # what the dashboard says
+        assert "can be browsed, but nothing can be saved until" in shown
         with pytest.raises(StoreError, match=_FUTURE_STEP):
             store.finish_run(run_id, status="error", error="x")
         assert store.get_run(run_id)["status"] == "running"

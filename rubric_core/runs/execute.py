@@ -635,6 +635,8 @@ def resume_run(
     try:
         if not _continue_from_checkpoint(prepared, attempts):
             raise SpecError("run_id", f"run {run_id} has no checkpoint to resume from")
+        if run.get("error"):
+            logger.warning("resuming run %s, which had stopped with: %s", run_id, run["error"])
         store.resume_run(run_id)
     except BaseException:
         CHECKPOINTERS.release(prepared.checkpoint_path)
