@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import math
 import os
 import queue
 import sqlite3
@@ -180,8 +181,9 @@ class SQLiteConnections:
         try:
             while True:
                 due = self._checkpointed_at + self._checkpoint_every_s - time.monotonic()
+                wait = max(0.0, due) if unmerged and math.isfinite(due) else None
                 try:
-                    first = self._queue.get(timeout=max(0.0, due) if unmerged else None)
+                    first = self._queue.get(timeout=wait)
                 except queue.Empty:  # idle with commits still in the log: merge them now
                     self._checkpoint(db, "PASSIVE")
                     unmerged = False
