@@ -70,7 +70,7 @@ def restore(value: str) -> str:
 def escape_params(params: Sequence[Any]) -> Sequence[Any]:
     """Statement parameters with every string escaped (the same sequence when none needs it)."""
     for param in params:
-        if param.__class__ is str and ("\x00" in param or ESCAPE in param):
+        if isinstance(param, str) and ("\x00" in param or ESCAPE in param):
             return [escape(p) if isinstance(p, str) else p for p in params]
     return params
 
@@ -83,7 +83,7 @@ def escape_rows(rows: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
 def restore_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """A tuple row with every escaped string restored."""
     for value in row:
-        if value.__class__ is str and ESCAPE in value:
+        if isinstance(value, str) and ESCAPE in value:
             return tuple(restore(v) if isinstance(v, str) else v for v in row)
     return row
 
