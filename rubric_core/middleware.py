@@ -20,7 +20,7 @@ from langchain.agents.middleware.types import (
 from langchain_core.messages import AIMessage
 from langgraph.errors import GraphBubbleUp
 
-from rubric_core.errors import InputError
+from rubric_core.errors import InputError, PassNotRecorded
 from rubric_core.grader import (
     Grader,
     GraderOutcome,
@@ -198,7 +198,8 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         tools: Tools the grader may call for evidence before its verdict.
         max_iterations: Grading passes allowed per rubric attempt, 1 to 20.
         on_evaluation: Called with each `RubricEvaluation` after every pass, sync or
-            async. Its exceptions are logged and suppressed.
+            async. Its exceptions are logged and suppressed, except `PassNotRecorded`,
+            which ends the invocation (the pass is not added to the state).
         retry_attempts: Grader calls allowed per pass when failures are transient
             (connection errors, timeouts, HTTP 429 and 5xx); 1 disables retrying.
         retry_initial_delay_s: First backoff delay; doubles per retry. `Retry-After`
@@ -628,7 +629,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     def _guard(function: Callable[..., Any], *args: Any) -> Any:
         try:
             return function(*args)
-        except GraphBubbleUp:
+        except (GraphBubbleUp, PassNotRecorded):
             raise
         except Exception:
             logger.exception("on_evaluation callback raised; the loop goes on")
@@ -638,7 +639,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
     async def _aguard(awaitable: Awaitable[Any]) -> None:
         try:
             await awaitable
-        except GraphBubbleUp:
+        except (GraphBubbleUp, PassNotRecorded):
             raise
         except Exception:
             logger.exception("on_evaluation callback raised; the loop goes on")

@@ -1,16 +1,17 @@
 """`python -m rubric_core`: runs, batches, exports and rubrics from a terminal.
 
-Modules: `common` (exit codes, the one-line input error, store and rubric lookups),
+Modules: `common` (exit codes, the one-line errors, store and rubric lookups),
 `options` (the option set `run` and `batch` share and the `RunSpec` it builds),
 `running` (`run`, `resume`, `batch`), `data` (`export`, `rubrics`, `scenarios`),
-`workbench` (`grade`, `regrade`, `label`, `agreement`: testing a rubric).
+`workbench` (`grade`, `regrade`, `label`, `agreement`: testing a rubric), `backup`.
 """
 
 from __future__ import annotations
 
 import click
 
-from rubric_core.cli.common import CONTEXT, describe_status
+from rubric_core.cli.backup import backup
+from rubric_core.cli.common import CONTEXT, StoreFailure, describe_status
 from rubric_core.cli.data import export, rubrics, scenarios
 from rubric_core.cli.running import batch, format_summary, resume, run
 from rubric_core.cli.workbench import agreement, grade, label, regrade
@@ -18,7 +19,19 @@ from rubric_core.cli.workbench import agreement, grade, label, regrade
 __all__ = ["cli", "describe_status", "format_summary", "main"]
 
 
-@click.group(context_settings=CONTEXT)
+class _Commands(click.Group):
+    """The command group; a store failure mid-command ends in one `Error:` line, exit 1."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        from rubric_core.store import StoreError
+
+        try:
+            return super().invoke(ctx)
+        except StoreError as exc:
+            raise StoreFailure(str(exc)) from exc
+
+
+@click.group(cls=_Commands, context_settings=CONTEXT)
 def cli() -> None:
     """Rubric Studio: make an agent iterate until a rubric is met.
 
@@ -37,7 +50,19 @@ def cli() -> None:
     """
 
 
-for _command in (run, resume, batch, export, rubrics, scenarios, grade, regrade, label, agreement):
+for _command in (
+    run,
+    resume,
+    batch,
+    export,
+    rubrics,
+    scenarios,
+    grade,
+    regrade,
+    label,
+    agreement,
+    backup,
+):
     cli.add_command(_command)
 
 

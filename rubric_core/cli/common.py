@@ -20,6 +20,7 @@ __all__ = [
     "EXIT_NOT_SATISFIED",
     "EXIT_OK",
     "BadInput",
+    "StoreFailure",
     "describe_status",
     "iso_date",
     "load_scenario",
@@ -45,6 +46,17 @@ class BadInput(click.ClickException):
     """A one-line error about the user's input; exit code 2, no traceback."""
 
     exit_code = EXIT_BAD_INPUT
+
+    def show(self, file: Any = None) -> None:
+        """Print `Error: <message>` to stderr."""
+        click.echo(f"Error: {self.format_message()}", err=True)
+
+
+class StoreFailure(click.ClickException):
+    """The store failed mid-command (a lock, a full disk, a deleted file, a newer schema):
+    one `Error:` line naming the fault, exit code 1, no traceback."""
+
+    exit_code = EXIT_NOT_SATISFIED
 
     def show(self, file: Any = None) -> None:
         """Print `Error: <message>` to stderr."""

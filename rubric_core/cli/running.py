@@ -105,7 +105,7 @@ def _watch(
         click.echo("Stopping after the current step...", err=True)
         handle.stop()
         handle.wait()
-    row = store.get_run(handle.run_id)
+    row = _final_row(store, handle)
     status = str(row["status"])
     if not quiet and row.get("final_output"):
         click.echo("\nFinal answer:\n" + row["final_output"].rstrip() + "\n")
@@ -119,6 +119,25 @@ def _watch(
     if row.get("error"):
         click.echo(f"Error: {row['error']}", err=True)
     return status
+
+
+def _final_row(store: Store, handle: RunHandle) -> dict[str, Any]:
+    """The run's row as stored, or as the run ended when the store could not say it.
+
+    A run whose end could not be stored (a full disk, a deleted file) still reads
+    `running` in the store, or cannot be read at all; its status line says `error`
+    and why, never `running`.
+    """
+    from rubric_core.store import StoreError
+
+    try:
+        row = store.get_run(handle.run_id)
+    except StoreError as exc:
+        reason = handle.error or "the run's end could not be stored"
+        return {"status": "error", "error": f"{reason}; reading the run back failed: {exc}"}
+    if row["status"] == "running" and handle.final_status == "error":
+        return {**row, "status": "error", "error": handle.error or row.get("error")}
+    return row
 
 
 def _exit_for(status: str) -> None:
@@ -217,13 +236,17 @@ def resume(run_id: int, base_url: str | None, quiet: bool, db: str | None) -> No
 
         try:
             done = len(store.run_evaluations(run_id))
+            stopped = store.get_run(run_id).get("error")
         except StoreError as exc:
             raise BadInput(f"no run with id {run_id}") from exc
         status = _watch(
             store,
             launch,
             quiet=quiet,
-            header=lambda rid: f"Resuming run {rid} after {done} graded pass(es)",
+            header=lambda rid: (
+                f"Resuming run {rid} after {done} graded pass(es)"
+                + (f"; it had stopped with: {stopped}" if stopped else "")
+            ),
         )
     finally:
         store.close()

@@ -5,8 +5,9 @@ The modules, in the order a run flows through them:
 - `spec`: `RunSpec` and its validation (`SpecError` names the bad field).
 - `agents`: the agent a spec describes, with `RubricMiddleware` and a stop switch.
 - `checkpoints`: the LangGraph checkpoint file beside the store, one saver per process.
-- `execute`: `start_run`, `run_once`, `resume_run`, the `RunHandle` and the recorder
-  that commits each grading pass to the store before the loop goes on.
+- `recording`: the recorder that commits each grading pass to the store before the loop
+  goes on (retrying, else stopping the run), and the passes a checkpoint kept.
+- `execute`: `start_run`, `run_once`, `resume_run`, the `RunHandle`.
 - `batch`: `run_batch` over many inputs (threads, or Ray with `executor="ray"`), resuming a
   batch, and the `BatchSummary` read back from the store.
 - `ray_batch`: each input a Ray task recording into the shared store (`ray` imported lazily).

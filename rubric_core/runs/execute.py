@@ -7,17 +7,25 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from rubric_core.errors import PassNotRecorded
 from rubric_core.messages import final_answer, is_grader_feedback
 from rubric_core.runs.agents import StopRun, build_agent, resolve_models, run_config
 from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
+from rubric_core.runs.recording import (
+    EvaluationListener,
+    error_text,
+    make_recorder,
+    store_missing_passes,
+    verdicts_kept_for_failed_steps,
+)
 from rubric_core.runs.spec import RunSpec, SpecError, spec_from_run, validate_spec
-from rubric_core.schema import RubricEvaluation
+from rubric_core.store.retry import retry_write
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -42,9 +50,6 @@ _RESUMABLE_STATUSES = ("interrupted", "error")
 
 _TAKE_OVER_STATUSES = ("running", "interrupted")
 """A batch input's stored run in one of these is continued; any other status is final."""
-
-EvaluationListener = Callable[[RubricEvaluation], None]
-"""`listener(evaluation)`, called once per grading pass."""
 
 
 class RunHandle:
@@ -73,6 +78,9 @@ class RunHandle:
         """LangGraph thread id; `resume_run` continues it."""
         self.error: str | None = None
         """The exception text if the agent raised (status `error`)."""
+        self.final_status: str | None = None
+        """The status the run ended with, once it ended; `error` when storing its end
+        failed (the stored row may then still say `running`)."""
         self._store = store
         self._stop_event = stop_event if stop_event is not None else threading.Event()
         self._finished = threading.Event()
@@ -145,11 +153,6 @@ class RunHandle:
 # --------------------------------------------------------------------------- helpers
 
 
-def _error_text(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _best(values: Mapping[str, Any]) -> tuple[int | None, float | None]:
     """The pass a `keep="best"` run handed back and its score, from the final state.
 
@@ -181,37 +184,6 @@ def _agent_usage(messages: Iterable[BaseMessage]) -> tuple[int, int]:
             tokens_in += int(usage.get("input_tokens") or 0)
             tokens_out += int(usage.get("output_tokens") or 0)
     return tokens_in, tokens_out
-
-
-def make_recorder(
-    store: Store,
-    run_id: int,
-    listener: EvaluationListener | None = None,
-    on_failure: Callable[[str], None] | None = None,
-) -> EvaluationListener:
-    """`on_evaluation` for the middleware: commit each pass before the loop goes on.
-
-    The middleware logs and suppresses its callback's exceptions, so a pass the store
-    could not take is reported to `on_failure` (the run then ends `error` with it).
-    `listener` is called after the commit; its exceptions are logged, never raised.
-    """
-
-    def record(evaluation: RubricEvaluation) -> None:
-        try:
-            store.record_evaluation(run_id, evaluation)
-        except Exception as exc:
-            if on_failure is not None:
-                on_failure(
-                    f"storing grading pass {evaluation.get('iteration')} failed: {_error_text(exc)}"
-                )
-            raise
-        if listener is not None:
-            try:
-                listener(evaluation)
-            except Exception:  # a watcher's bug must not end the run
-                logger.exception("on_evaluation listener of run %s raised", run_id)
-
-    return record
 
 
 # --------------------------------------------------------------------------- preparing
@@ -320,7 +292,7 @@ def _prepare_created(
             grader_llm=grader_llm,
         )
     except Exception as exc:
-        store.finish_run(handle.run_id, status="error", error=_error_text(exc))
+        store.finish_run(handle.run_id, status="error", error=error_text(exc))
         raise
 
 
@@ -433,41 +405,60 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
                 error = "the agent finished without a grading pass"
         except StopRun:
             status = "interrupted"
+        except PassNotRecorded as exc:  # the recorder stopped the loop; it said why
+            status, error = "error", str(exc)
         except Exception as exc:  # any failure of the agent or its models ends the run
             if handle.stop_requested and isinstance(exc.__cause__, StopRun):
                 status = "interrupted"
             else:
-                status, error = "error", _error_text(exc)
+                status, error = "error", error_text(exc)
                 logger.warning("run %s failed: %s", handle.run_id, error)
         if not values:
             with contextlib.suppress(Exception):
                 values = dict(agent.get_state(config).values)
+        unstored = store_missing_passes(store, handle.run_id, values)
+        if unstored is not None and error is None:
+            status, error = "error", unstored
         messages: list[BaseMessage] = list(values.get("messages") or [])
         if messages:
             try:
-                store.save_transcript(handle.run_id, messages)
+                retry_write(
+                    lambda: store.save_transcript(handle.run_id, messages),
+                    what=f"the transcript of run {handle.run_id}",
+                )
             except Exception as exc:
                 logger.exception("could not save the transcript of run %s", handle.run_id)
                 if error is None and status != "interrupted":
-                    status, error = "error", f"saving the transcript failed: {_error_text(exc)}"
+                    status, error = "error", f"saving the transcript failed: {error_text(exc)}"
         failures = handle.record_failures
         if failures and status != "error":
             status, error = "error", failures[0]
         tokens_in, tokens_out = _agent_usage(messages)
         handle.error = error
         best_iteration, best_score = _best(values)
-        store.finish_run(
-            handle.run_id,
-            status=status,
-            final_output=final_answer(messages, skip_empty=True),
-            error=error,
-            agent_input_tokens=tokens_in,
-            agent_output_tokens=tokens_out,
-            best_iteration=best_iteration,
-            score=best_score,
-        )
-    except Exception as exc:  # the store itself failed; keep the handle truthful
-        handle.error = handle.error or _error_text(exc)
+        try:
+            retry_write(
+                lambda: store.finish_run(
+                    handle.run_id,
+                    status=status,
+                    final_output=final_answer(messages, skip_empty=True),
+                    error=error,
+                    agent_input_tokens=tokens_in,
+                    agent_output_tokens=tokens_out,
+                    best_iteration=best_iteration,
+                    score=best_score,
+                ),
+                what=f"the end of run {handle.run_id}",
+            )
+        except Exception as exc:
+            prefix = f"{error}; " if error else ""
+            handle.error = f"{prefix}its end ({status}) could not be stored: {error_text(exc)}"
+            raise
+        handle.final_status = status
+    except Exception:  # the store itself failed; keep the handle truthful
+        handle.final_status = "error"
+        if handle.error is None:
+            handle.error = "the run could not be finished in the store"
         logger.exception("run %s could not be finished in the store", handle.run_id)
     finally:
         CHECKPOINTERS.release(prepared.checkpoint_path)
@@ -589,7 +580,8 @@ def _continue_from_checkpoint(prepared: PreparedRun, grader_attempts: int) -> bo
     messages = snapshot.values.get("messages") or []
     answers = sum(1 for m in messages if isinstance(m, AIMessage) and not is_grader_feedback(m))
     _fast_forward(prepared.agent_llm, answers, verdicts_only=False)
-    _fast_forward(prepared.grader_llm, grader_attempts, verdicts_only=True)
+    kept = verdicts_kept_for_failed_steps(prepared.agent, prepared.handle.thread_id, snapshot.tasks)
+    _fast_forward(prepared.grader_llm, grader_attempts + kept, verdicts_only=True)
     return True
 
 
@@ -643,6 +635,8 @@ def resume_run(
     try:
         if not _continue_from_checkpoint(prepared, attempts):
             raise SpecError("run_id", f"run {run_id} has no checkpoint to resume from")
+        if run.get("error"):
+            logger.warning("resuming run %s, which had stopped with: %s", run_id, run["error"])
         store.resume_run(run_id)
     except BaseException:
         CHECKPOINTERS.release(prepared.checkpoint_path)

@@ -16,7 +16,9 @@ __all__ = [
     "unknown_version",
 ]
 
-StoreErrorKind = Literal["invalid", "locked", "read_only", "missing", "io", "unreachable", "auth"]
+StoreErrorKind = Literal[
+    "invalid", "locked", "read_only", "missing", "io", "unreachable", "auth", "version"
+]
 """What went wrong, so callers choose what to say without reading the message.
 
 - `invalid`: a bad argument: a value that fails validation, an unknown id or name, a
@@ -28,6 +30,8 @@ StoreErrorKind = Literal["invalid", "locked", "read_only", "missing", "io", "unr
 - `unreachable`: the database server does not answer (wrong host or port, server down,
   connection lost mid-run). Nothing after the failed call was written.
 - `auth`: the server refused the user name or password.
+- `version`: a newer Rubric Studio migrated the database; this version only reads it
+  (`store.schema_version`). The message names both schemas.
 """
 
 STORE_ERROR_KINDS: tuple[StoreErrorKind, ...] = get_args(StoreErrorKind)

@@ -158,6 +158,35 @@ class Store(LabelsMixin, ExperimentsMixin):
         """Finish pending writes and close every connection. Idempotent."""
         self._backend.close()
 
+    @property
+    def read_only_reason(self) -> str | None:
+        """Why this store refuses every write, or None when it writes.
+
+        A database that a newer Rubric Studio migrated (a schema step this version does
+        not know) is opened read-only: reads work, writes raise a `StoreError` of kind
+        `version` with this message, which names both schemas.
+        """
+        return self._backend.refusal
+
+    def backup(self, dest: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Copy the store, as committed now, to the single SQLite file `dest`; returns its path.
+
+        Uses SQLite's online backup API, so runs may go on writing meanwhile; the copy
+        holds every committed row (the write-ahead log's too) in one file, ready to be
+        opened as a store.
+
+        Raises:
+            StoreError: The store is PostgreSQL (back it up with `pg_dump`); `dest` exists
+                (without `overwrite`), is the store's own file, or cannot be written.
+        """
+        if not isinstance(self._backend, SQLiteBackend):
+            msg = (
+                f"store {self.url} is a PostgreSQL database; back it up with the server's "
+                "own tools, e.g. `pg_dump --format=custom --file=studio.dump DBNAME`"
+            )
+            raise StoreError(msg, kind="invalid")
+        return self._backend.backup(Path(dest), overwrite=overwrite)
+
     def connect_readonly(self) -> sqlite3.Connection:
         """A new read-only SQLite connection (rows as `sqlite3.Row`); the caller closes it.
 

@@ -164,6 +164,9 @@ class SQLBackend(abc.ABC):
 
     dialect: Dialect
 
+    refusal: str | None = None
+    """Why every write is refused (a newer version migrated the database), or None."""
+
     @abc.abstractmethod
     def _write(self, job: Callable[[Tx], _T]) -> _T:
         """Run `job` in one transaction; return its result once committed."""

@@ -51,17 +51,28 @@ def require_int(value: object, name: str, *, minimum: int | None = None) -> int:
 
 
 def require_text(value: object, name: str, *, allow_empty: bool = False) -> str:
-    """`value` if it is a string without NUL bytes (and, unless allowed, not blank)."""
+    """`value` if it is a string (and, unless allowed, not blank).
+
+    Any text is stored as given, NUL characters included (an agent's answer or a tool's
+    output may hold one): SQLite keeps them, the PostgreSQL backend escapes them
+    reversibly (`store.postgres.nul`).
+    """
     if not isinstance(value, str):
         msg = f"{name} must be a string, got {type(value).__name__}"
         raise StoreError(msg, kind="invalid")
     if not allow_empty and not value.strip():
         msg = f"{name} must not be empty"
         raise StoreError(msg, kind="invalid")
-    if "\x00" in value:
-        msg = f"{name} contains a NUL byte"
-        raise StoreError(msg, kind="invalid")
     return value
+
+
+def _require_label(value: object, name: str) -> str:
+    """A short label a person types (a rubric name, a tag): text without NUL characters."""
+    text = require_text(value, name)
+    if "\x00" in text:
+        msg = f"{name} contains a NUL character; names and tags are plain text"
+        raise StoreError(msg, kind="invalid")
+    return text.strip()
 
 
 def optional_text(value: object, name: str) -> str | None:
@@ -80,7 +91,7 @@ def clean_name(name: object) -> str:
         ...
         rubric_core.store.errors.StoreInputError: rubric name is 201 characters; the limit is 200
     """
-    text = require_text(name, "rubric name").strip()
+    text = _require_label(name, "rubric name")
     if len(text) > MAX_NAME_CHARS:
         msg = f"rubric name is {len(text)} characters; the limit is {MAX_NAME_CHARS}"
         raise StoreError(msg, kind="invalid")
@@ -97,7 +108,7 @@ def clean_tags(tags: object) -> list[str]:
         raise StoreError(msg, kind="invalid")
     cleaned: list[str] = []
     for tag in tags:
-        text = require_text(tag, "tag").strip()
+        text = _require_label(tag, "tag")
         if len(text) > MAX_TAG_CHARS:
             msg = f"tag {text[:20]!r}... is {len(text)} characters; the limit is {MAX_TAG_CHARS}"
             raise StoreError(msg, kind="invalid")

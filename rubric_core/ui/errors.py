@@ -66,6 +66,12 @@ def store_error_message(exc: BaseException, path: str | os.PathLike[str]) -> str
             "writer (another dashboard, CLI or batch) to finish, or stop it, then retry. "
             "Nothing stored was lost."
         )
+    if kind == "version":
+        return (
+            f"The database {path} was migrated by a newer Rubric Studio ({exc}). Runs and "
+            "rubrics can be browsed, but nothing can be saved until this installation is "
+            "upgraded. Stored runs are unchanged."
+        )
     if kind == "missing":
         return (
             f"The database {path} cannot be opened: it was deleted or moved while the "

@@ -21,7 +21,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rubric_core.store.errors import StoreError, StoreErrorKind
 from rubric_core.store.paths import DB_ENV_VAR, redact_url
-from rubric_core.store.postgres.migrations import apply_migrations
+from rubric_core.store.postgres.migrations import MIGRATIONS, applied_names, apply_migrations
+from rubric_core.store.postgres.nul import escape_params, escape_rows, restore_dict, restore_row
+from rubric_core.store.schema_version import newer_schema_refusal, write_refused
 from rubric_core.store.sqlbase import Dialect, SQLBackend, Tx, mark_interrupted
 
 __all__ = ["PostgresBackend", "server_name", "translate"]
@@ -109,26 +111,29 @@ def translating(url: str) -> Iterator[None]:
 
 
 class _PgTx:
-    """A `Tx` over one psycopg connection inside its transaction."""
+    """A `Tx` over one psycopg connection inside its transaction; NULs escaped (`nul`)."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         cursor = self.conn.cursor(row_factory=tuple_row)
-        row: tuple[Any, ...] | None = cursor.execute(to_pyformat(sql), params).fetchone()
-        return row
+        row: tuple[Any, ...] | None = cursor.execute(
+            to_pyformat(sql), escape_params(params)
+        ).fetchone()
+        return None if row is None else restore_row(row)
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         cursor = self.conn.cursor(row_factory=tuple_row)
-        return cursor.execute(to_pyformat(sql), params).fetchall()
+        rows = cursor.execute(to_pyformat(sql), escape_params(params)).fetchall()
+        return [restore_row(row) for row in rows]
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self.conn.execute(to_pyformat(sql), params)
+        self.conn.execute(to_pyformat(sql), escape_params(params))
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            self.conn.cursor().executemany(to_pyformat(sql), rows)
+            self.conn.cursor().executemany(to_pyformat(sql), escape_rows(rows))
 
 
 class PostgresBackend(SQLBackend):
@@ -147,7 +152,12 @@ class PostgresBackend(SQLBackend):
         self.timeout_s = timeout_s
         connect_timeout = max(1, round(timeout_s))
         with translating(url), psycopg.connect(url, connect_timeout=connect_timeout) as conn:
-            applied = apply_migrations(conn)
+            known = [name for name, _ in MIGRATIONS]
+            self.refusal = newer_schema_refusal(redact_url(url), applied_names(conn), known)
+            conn.rollback()
+            applied = [] if self.refusal is not None else apply_migrations(conn)
+        if self.refusal is not None:
+            _log.warning("%s", self.refusal)
         if applied:
             _log.info("applied %s to %s", ", ".join(applied), redact_url(url))
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
@@ -163,7 +173,8 @@ class PostgresBackend(SQLBackend):
         try:
             with translating(url):
                 self.pool.open(wait=True, timeout=timeout_s)
-            self._write(lambda tx: mark_interrupted(tx, redact_url(url)))
+            if self.refusal is None:
+                self._write(lambda tx: mark_interrupted(tx, redact_url(url)))
         except BaseException:
             self.pool.close()
             raise
@@ -178,6 +189,8 @@ class PostgresBackend(SQLBackend):
     def _write(self, job: Callable[[Tx], _T]) -> _T:
         if self.pool.closed:
             raise self._closed_error()
+        if self.refusal is not None:
+            raise write_refused(self.refusal)
         # The pool commits when the block ends without error, rolls back otherwise.
         with translating(self.url), self.pool.connection() as conn:
             return job(_PgTx(conn))
@@ -187,7 +200,8 @@ class PostgresBackend(SQLBackend):
             raise self._closed_error()
         with translating(self.url), self.pool.connection() as conn:
             cursor = conn.cursor(row_factory=dict_row)
-            return cursor.execute(to_pyformat(sql), params).fetchall()
+            rows = cursor.execute(to_pyformat(sql), escape_params(params)).fetchall()
+            return [restore_dict(row) for row in rows]
 
     def stream(
         self, sql: str, params: Sequence[Any], size: int
@@ -200,6 +214,6 @@ class PostgresBackend(SQLBackend):
             self.pool.connection() as conn,
             conn.cursor(name="rubric_stream", row_factory=tuple_row) as cursor,
         ):
-            cursor.execute(to_pyformat(sql), params)
+            cursor.execute(to_pyformat(sql), escape_params(params))
             while batch := cursor.fetchmany(size):
-                yield batch
+                yield [restore_row(row) for row in batch]

@@ -13,7 +13,7 @@ from typing import Any
 
 from rubric_core.store.portable import PORTABLE_MIGRATIONS
 
-__all__ = ["MIGRATIONS", "MIGRATION_LOCK", "apply_migrations"]
+__all__ = ["MIGRATIONS", "MIGRATION_LOCK", "applied_names", "apply_migrations"]
 
 MIGRATION_LOCK = 0x52554252_49433131
 """The `pg_advisory_xact_lock` key held while migrating (any constant; "RUBRIC11")."""
@@ -222,6 +222,18 @@ Append new steps, never edit applied ones.
 if len({name for name, _ in MIGRATIONS}) != len(MIGRATIONS):  # pragma: no cover
     msg = "a migration name is used twice"
     raise RuntimeError(msg)
+
+
+def applied_names(conn: Any) -> list[str]:
+    """The names of the steps applied to the database (none when it has no schema yet).
+
+    Args:
+        conn: An open `psycopg.Connection`; only read.
+    """
+    row = conn.execute("SELECT to_regclass('rubric_studio_migrations')").fetchone()
+    if row is None or row[0] is None:
+        return []
+    return [r[0] for r in conn.execute("SELECT name FROM rubric_studio_migrations ORDER BY name")]
 
 
 def apply_migrations(conn: Any) -> list[str]:

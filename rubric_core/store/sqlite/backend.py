@@ -10,9 +10,11 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
+from rubric_core.store.schema_version import newer_schema_refusal, write_refused
 from rubric_core.store.sqlbase import Dialect, SQLBackend, Tx, mark_interrupted
+from rubric_core.store.sqlite.backup import backup_file
 from rubric_core.store.sqlite.connection import SQLiteConnections, translate
-from rubric_core.store.sqlite.migrations import apply_migrations
+from rubric_core.store.sqlite.migrations import MIGRATIONS, apply_migrations
 
 __all__ = ["SQLiteBackend"]
 
@@ -44,7 +46,8 @@ class SQLiteBackend(SQLBackend):
     """Rubrics, runs, grading passes and transcripts in one SQLite file (via sqlite-utils).
 
     Opening applies pending migrations and marks runs of dead processes on this host
-    `interrupted`.
+    `interrupted`; a file a newer version migrated is opened read-only instead
+    (`store.schema_version`).
     """
 
     dialect = Dialect(name="sqlite")
@@ -52,11 +55,18 @@ class SQLiteBackend(SQLBackend):
     def __init__(self, path: Path, *, busy_timeout_s: float) -> None:
         self.path = path
         self.busy_timeout_s = busy_timeout_s
+        self.refusal: str | None = None
         self.connections = SQLiteConnections(
             path, busy_timeout_s=busy_timeout_s, prepare=self._prepare
         )
 
     def _prepare(self, db: Database) -> None:
+        applied = [step.name for step in MIGRATIONS.applied(db)]
+        known = [step.name for step in MIGRATIONS._migrations]
+        self.refusal = newer_schema_refusal(str(self.path), applied, known)
+        if self.refusal is not None:
+            _log.warning("%s", self.refusal)
+            return
         apply_migrations(db)
         try:
             with db.atomic():
@@ -74,7 +84,14 @@ class SQLiteBackend(SQLBackend):
         return self.connections.connect_readonly()
 
     def _write(self, job: Callable[[Tx], _T]) -> _T:
+        if self.refusal is not None:
+            raise write_refused(self.refusal)
         return self.connections.write(lambda db: job(_SQLiteTx(db.conn)))
+
+    def backup(self, dest: Path, *, overwrite: bool) -> Path:
+        """Copy the database, as committed now, to the one file `dest` (`sqlite.backup`)."""
+        self.connections.check_open()
+        return backup_file(self.path, dest, busy_timeout_s=self.busy_timeout_s, overwrite=overwrite)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return self.connections.query(sql, params)

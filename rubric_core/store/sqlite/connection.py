@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import math
 import os
 import queue
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -27,6 +29,13 @@ _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 _GROUP_COMMIT_MAX = 64
+
+CHECKPOINT_INTERVAL_S = 30.0
+"""Within this long of a commit, busy or idle, the writer merges the write-ahead log into
+the file (a passive checkpoint: it never blocks readers or waits for them), so a plain
+copy of the `.db` file lags the store by about this much at most (a reader in a long
+transaction can hold part of the log back until it ends). Closing the store merges all
+of it. `backup` makes a copy that lags by nothing."""
 
 Job = Callable[[Database], Any]
 """A unit of writing: runs on the writer thread inside the shared transaction."""
@@ -138,6 +147,8 @@ class SQLiteConnections:
         self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
         self._identity: tuple[int, int] | None = None
         self._recovered_to: Path | None = None
+        self._checkpoint_every_s = CHECKPOINT_INTERVAL_S
+        self._checkpointed_at = time.monotonic()
         check_openable(self.path)
         ready: Future[None] = Future()
         self._writer = threading.Thread(
@@ -166,9 +177,18 @@ class SQLiteConnections:
             ready.set_exception(translate(exc, self.path, self.busy_timeout_s))
             return
         ready.set_result(None)
+        unmerged = False  # commits since the last checkpoint
         try:
             while True:
-                batch = [self._queue.get()]
+                due = self._checkpointed_at + self._checkpoint_every_s - time.monotonic()
+                wait = max(0.0, due) if unmerged and math.isfinite(due) else None
+                try:
+                    first = self._queue.get(timeout=wait)
+                except queue.Empty:  # idle with commits still in the log: merge them now
+                    self._checkpoint(db, "PASSIVE")
+                    unmerged = False
+                    continue
+                batch = [first]
                 # Group commit: whatever queued up meanwhile shares one transaction.
                 while len(batch) < _GROUP_COMMIT_MAX:
                     try:
@@ -178,9 +198,16 @@ class SQLiteConnections:
                 jobs = [item for item in batch if item is not None]
                 if jobs:
                     self._run_batch(db, jobs)
+                    unmerged = True
+                    if time.monotonic() - self._checkpointed_at >= self._checkpoint_every_s:
+                        self._checkpoint(db, "PASSIVE")
+                        unmerged = False
                 if len(jobs) < len(batch):
                     break
         finally:
+            # Readers of this process may outlive the writer, and a read-only connection
+            # cannot merge the log when it closes last: merge it all now.
+            self._checkpoint(db, "TRUNCATE")
             with contextlib.suppress(sqlite3.Error):
                 db.close()
             closed = self._closed_error()
@@ -210,6 +237,22 @@ class SQLiteConnections:
             conn.close()
             raise
         return db
+
+    def _checkpoint(self, db: Database, mode: str) -> None:
+        """Merge the write-ahead log into the database file (`PRAGMA wal_checkpoint`).
+
+        A reader still inside a transaction can keep part of the log from being merged;
+        that part is merged by a later checkpoint. Failures are logged, never raised: the
+        rows are safe in the log either way.
+        """
+        self._checkpointed_at = time.monotonic()
+        try:
+            busy, _log_pages, _merged = db.conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        except sqlite3.Error as exc:
+            _log.warning("could not checkpoint %s: %s", self.path, exc)
+            return
+        if busy:
+            _log.info("checkpoint of %s left some of its log for later (readers busy)", self.path)
 
     def _check_file(self) -> None:
         try:
@@ -303,6 +346,16 @@ class SQLiteConnections:
         return future.result()
 
     # --- readers ------------------------------------------------------------------------
+
+    def check_open(self) -> None:
+        """Raise what a read would: the store is closed, or its file is gone or replaced.
+
+        Raises:
+            StoreError: Of kind `invalid` (closed) or `missing`.
+        """
+        if self._closed:
+            raise self._closed_error()
+        self._check_file()
 
     def connect_readonly(self) -> sqlite3.Connection:
         """A new read-only connection (rows as `sqlite3.Row`); the caller closes it.
