@@ -328,9 +328,10 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Grading passes", f"{len(evaluations)} / {run.get('max_iterations', '?')}")
     m2.metric("Seconds", f"{run_seconds(run):.1f}")
+    # "in" and "out" go in the label: with them in the value it was cut off at 1440 px.
     m3.metric(
-        "Grader tokens",
-        f"{int(run.get('grader_input_tokens') or 0):,} in / {int(run.get('grader_output_tokens') or 0):,} out",
+        "Grader tokens in / out",
+        f"{int(run.get('grader_input_tokens') or 0):,} / {int(run.get('grader_output_tokens') or 0):,}",
     )
     regressions = find_regressions(evaluations)
     m4.metric("Regressions", len(regressions))

@@ -54,8 +54,7 @@ from studio_ui import (
 
 BATCH_POLL_S = 1.0
 DEFAULT_CONCURRENCY = 4
-DEMO_COPIES = 3
-"""A loaded scenario's input, this many times, is the dataset until a file is uploaded."""
+DEMO_COPIES = 3  # a loaded scenario's input, this many times, is the dataset until an upload
 
 store = get_store()
 if store is None:

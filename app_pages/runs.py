@@ -42,7 +42,7 @@ requested = page_col.number_input(
 )
 page, offset, limit = page_window(int(requested), total, DEFAULT_PAGE_SIZE)
 caption_col.caption(
-    page_caption(page, total, DEFAULT_PAGE_SIZE) + " Click a row to open its run below."
+    f"{page_caption(page, total, DEFAULT_PAGE_SIZE)}. Click a row to open its run below."
 )
 runs = store.list_runs(filters=filters, limit=limit, offset=offset)
 

@@ -260,15 +260,15 @@ def progress_figure(evaluations: Sequence[Evaluation], *, finished: bool = False
             font={"color": "#c62828"},
         )
     layout: dict[str, Any] = {
-        "height": 300,
+        "height": 320,
         "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
-        "xaxis": {"title": "grading pass", "categoryorder": "array", "categoryarray": labels},
+        "xaxis": {"categoryorder": "array", "categoryarray": labels},
+        "legend": {"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0},
         "yaxis": {
             "title": "criteria passed",
             "range": [0, most * 1.3],
             "dtick": 1 if most <= 10 else None,
         },
-        "legend_title_text": "verdict",
         "title": "Criteria passed per pass" + (" and score" if scored else ""),
     }
     if scored:
