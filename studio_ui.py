@@ -42,8 +42,10 @@ from rubric_core.ui import (
     run_spec_rows,
     spec_error_hint,
     status_badge,
+    status_icon,
     status_level,
     status_meaning,
+    status_words,
     store_error_message,
     timeline_figure,
     transcript_items,
@@ -135,7 +137,7 @@ def show_status(status: str | None, *, error: str | None = None) -> None:
     alert = {"success": st.success, "info": st.info, "warning": st.warning, "error": st.error}[
         status_level(status)
     ]
-    alert(f"**{status_badge(status)}** — {status_meaning(status)}")
+    alert(f"**{status_words(status)}** — {status_meaning(status)}", icon=status_icon(status))
     if error:
         st.text(f"Error: {error}")
 
@@ -379,7 +381,7 @@ def render_passes(evaluations: list[dict]) -> None:
     for index, detail in reversed(list(enumerate(details))):
         score = "" if detail["score"] is None else f" · score {detail['score']:.2f}"
         title = (
-            f"{detail['label']} · {status_badge(detail['result'])} · "
+            f"{detail['label']} · {status_icon(detail['result'])} {status_words(detail['result'])} · "
             f"{detail['passed']}/{detail['total']} criteria{score} · {detail['duration_s']} s"
         )
         with st.expander(title, expanded=index == len(details) - 1):

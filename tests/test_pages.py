@@ -153,7 +153,10 @@ def test_run_page_launches_a_replay_run_and_shows_its_passes(app: AppTest) -> No
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Grading passes"] == "2 / 3"
     timeline, heatmap = _charts(app)[:2]
-    assert [bar["name"] for bar in timeline["data"]] == ["needs_revision", "satisfied"]
+    # Bars of criteria passed per pass, one trace per verdict, and the score line (issue 13).
+    bars = [trace for trace in timeline["data"] if trace["type"] == "bar"]
+    assert [bar["name"] for bar in bars] == ["needs_revision", "satisfied"]
+    assert [trace["name"] for trace in timeline["data"] if trace["type"] == "scatter"] == ["score"]
     assert heatmap["data"][0]["x"] == ["Pass 1", "Pass 2"]
     assert any(f"Run #{run_id}" in h.value for h in app.subheader)
     # The final output is shown as a code block (text), never as Markdown or HTML.
@@ -644,8 +647,10 @@ def test_run_page_keep_best_shows_scores_and_regressions(app: AppTest) -> None:
     app.run()
     _no_exception(app)
     progress = _charts(app)[0]
-    assert [bar["name"] for bar in progress["data"]] == ["needs_revision"]
-    assert [round(y, 2) for y in progress["data"][0]["y"]] == [0.67, 0.5, 0.17]
+    bars, line = progress["data"]  # criteria passed per pass, then the score (issue 13)
+    assert bars["name"] == "needs_revision"
+    assert line["name"] == "score"
+    assert [round(y, 2) for y in line["y"]] == [0.67, 0.5, 0.17]
     assert [a["text"] for a in progress["layout"]["annotations"]] == ["↩ regressed"] * 2
     assert any("the draft of Pass 1, its best-scoring pass" in i.value for i in app.info)
     warnings = [w.value for w in app.warning]

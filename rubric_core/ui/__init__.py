@@ -119,7 +119,13 @@ from rubric_core.ui.runs import (
     transcript_items,
 )
 from rubric_core.ui.scenario_check import ScenarioProblem, replay_run_problems
-from rubric_core.ui.status import status_badge, status_level, status_meaning
+from rubric_core.ui.status import (
+    status_badge,
+    status_icon,
+    status_level,
+    status_meaning,
+    status_words,
+)
 
 __all__ = [
     "ANY",
@@ -208,8 +214,10 @@ __all__ = [
     "sort_worst_first",
     "spec_error_hint",
     "status_badge",
+    "status_icon",
     "status_level",
     "status_meaning",
+    "status_words",
     "step",
     "store_error_message",
     "timeline_figure",
