@@ -292,7 +292,10 @@ def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
     version_id = c2.selectbox(
         "Version", version_ids, format_func=labels.get, key=f"{key}_version_{rubric}"
     )
-    model = c3.selectbox("Model (agent or grader)", [ANY, *known_models(store)], key=f"{key}_model")
+    model = c3.selectbox(
+        "Model", [ANY, *known_models(store)], key=f"{key}_model",
+        help="Runs whose agent or grader used this model.",
+    )  # fmt: skip
     status = c4.selectbox(
         "Status", [ANY, *RUN_STATUSES], format_func=lambda s: s if s == ANY else status_badge(s),
         key=f"{key}_status",
@@ -330,10 +333,13 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Grading passes", f"{len(evaluations)} / {run.get('max_iterations', '?')}")
     m2.metric("Seconds", f"{run_seconds(run):.1f}")
-    # "in" and "out" go in the label: with them in the value it was cut off at 1440 px.
+    tokens_in = int(run.get("grader_input_tokens") or 0)
+    tokens_out = int(run.get("grader_output_tokens") or 0)
+    # The total as the value (an "in / out" value was cut off at 1440 px), the split beside it.
     m3.metric(
-        "Grader tokens in / out",
-        f"{int(run.get('grader_input_tokens') or 0):,} / {int(run.get('grader_output_tokens') or 0):,}",
+        "Grader tokens",
+        f"{tokens_in + tokens_out:,}",
+        help=f"{tokens_in:,} in (prompts and transcripts) / {tokens_out:,} out (verdicts)",
     )
     regressions = find_regressions(evaluations)
     m4.metric("Regressions", len(regressions))

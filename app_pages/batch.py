@@ -31,6 +31,7 @@ from rubric_core.ui import (
     expand_counts,
     final_pass_verdicts,
     iterations_histogram,
+    matching_scenario,
     one_line,
     pass_rate_figure,
     progress,
@@ -138,7 +139,10 @@ if version is None:
     st.stop()
 
 agent_choice, grader_choice, errors = agent_and_grader_pickers(
-    key="batch", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+    key="batch",
+    scenarios=scenarios,
+    # Replay models start on the scenario whose rubric this is, if one is.
+    default_scenario=matching_scenario(scenarios, version["criteria"], DEFAULT_REPLAY_SCENARIO),
 )
 
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1])

@@ -269,7 +269,7 @@ def progress_figure(evaluations: Sequence[Evaluation], *, finished: bool = False
             "range": [0, most * 1.3],
             "dtick": 1 if most <= 10 else None,
         },
-        "title": "Criteria passed per pass" + (" and score" if scored else ""),
+        "title": "Criteria passed per pass",
     }
     if scored:
         layout["yaxis2"] = {

@@ -65,8 +65,8 @@ def replay_run_problems(
     """What keeps a replay scenario from judging `criteria`: one problem per finding.
 
     A replay grader whose scenario scripts another rubric is blocking (it would name
-    none of these criteria), and so is one whose script calls a grader tool that is
-    not chosen. A replay agent with another scenario's rubric is only worth a warning
+    none of these criteria), and so, once the rubric fits, is one whose script calls a
+    grader tool that is not chosen. A replay agent with another scenario's rubric is only worth a warning
     when a real grader judges its scripted drafts.
 
     Args:
@@ -101,6 +101,7 @@ def replay_run_problems(
     grader_name = replay_scenario_name(grader_model)
     grader = by_name.get(grader_name or "")
     if grader is not None and grader_name is not None:
+        # A wrong rubric first: loading the right scenario also sets its tools.
         if parse_rubric(str(grader.get("rubric") or "")) != list(criteria):
             problems.append(
                 ScenarioProblem(
@@ -109,12 +110,12 @@ def replay_run_problems(
                     True,
                     f"The replay grader {grader_name!r} plays scripted verdicts written for "
                     f"its own rubric, not for {rubric}: it would judge none of these criteria "
-                    f"and the run would end in grader_error. Load the scenario's own rubric "
-                    f"(“Load a replay scenario” above), or {instead}.",
+                    "and the run would end in grader_error. Load that scenario with its "
+                    f"own rubric (the offline demo above), or {instead}.",
                 )
             )
         missing = [t for t in grader.get("grader_tools") or [] if t not in set(grader_tools)]
-        if missing:
+        if missing and not problems:
             problems.append(
                 ScenarioProblem(
                     grader_name,
