@@ -265,7 +265,9 @@ def inputs_table(runs: list[dict]) -> None:
         selection_mode="single-row",
         column_config={
             name: st.column_config.TextColumn(name, help=criterion, width="small")
-            for name, criterion in zip(list(rows[0])[-len(criteria) :], criteria, strict=True)
+            for name, criterion in zip(
+                [n for n in rows[0] if n[:1].isdigit()], criteria, strict=False
+            )
         }
         if criteria
         else None,
@@ -301,10 +303,11 @@ def batch_view() -> None:
     m1.metric("Runs", summary.total)
     m2.metric("Satisfied", format_rate(summary.satisfied_rate))
     m3.metric(
-        "Mean passes to satisfied",
+        "Passes (mean)",  # a short label: the long one was cut off at 1024 px
         "n/a"
         if summary.mean_iterations_to_satisfied is None
         else f"{summary.mean_iterations_to_satisfied:.2f}",
+        help="Mean grading passes the satisfied runs took.",
     )
     m4.metric("Grader errors", summary.grader_errors)
     if summary.mean_score is not None:
@@ -314,7 +317,12 @@ def batch_view() -> None:
         s2.caption("Score distribution (runs per score band)")
         s2.bar_chart(score_bins(summary.scores), x="score", y="runs", height=180)
     inputs_table(runs)
-    counts_col, iterations_col, rates_col = st.columns([1, 2, 3])
+    # Pass rates get the full width: criteria labels need the room at 1024 px.
+    st.plotly_chart(
+        pass_rate_figure(final_rates, title="Pass rate in each run's final pass (worst first)"),
+        key="batch_pass_rates",
+    )
+    counts_col, iterations_col = st.columns([3, 4])
     counts_col.dataframe(
         [{"status": status_badge(s), "runs": n} for s, n in summary.by_status.items()],
         hide_index=True,
@@ -323,10 +331,6 @@ def batch_view() -> None:
     iterations_col.plotly_chart(
         iterations_histogram(expand_counts(summary.iterations_to_satisfied)),
         key="batch_iterations",
-    )
-    rates_col.plotly_chart(
-        pass_rate_figure(final_rates, title="Pass rate in each run's final pass (worst first)"),
-        key="batch_pass_rates",
     )
     if summary.errors:
         st.caption("Runs that ended in error")

@@ -237,7 +237,7 @@ def test_empty_run_charts_say_whether_the_run_is_still_going() -> None:
     assert "yet" in heatmap_figure(errors_only).layout.annotations[0].text
     finished = heatmap_figure(errors_only, finished=True).layout.annotations[0].text
     assert "yet" not in finished and "2 pass(es)" in finished
-    assert "ended before any grading pass" in (
+    assert "ended<br>before any grading pass" in (
         progress_figure([], finished=True).layout.annotations[0].text
     )
 

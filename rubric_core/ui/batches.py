@@ -96,7 +96,7 @@ def batch_input_rows(
     verdicts: Mapping[int, Mapping[str, str]],
     criteria: Sequence[str],
 ) -> list[dict[str, Any]]:
-    """One row per input of a batch: its run, status, passes, score, and a mark per criterion.
+    """One row per input of a batch: its run, status, passes, score, a mark per criterion, input.
 
     Rows follow the dataset's order (`input_index`). `criteria` (the rubric version's, in
     its order) name the verdict columns, as `criterion_column` spells them; criteria the
@@ -125,10 +125,10 @@ def batch_input_rows(
         }
         if scored:
             row["score"] = rounded(run.get("score"))
-        row["input"] = one_line(run.get("input"), 80)
         judged = verdicts.get(int(run["id"]), {})
         for position, name in enumerate(names):
             row[criterion_column(position, name)] = VERDICT_MARKS[judged.get(name, "not judged")]
+        row["input"] = one_line(run.get("input"), 80)  # last: the widest column
         rows.append(row)
     return rows
 

@@ -76,9 +76,9 @@ def short_label(text: str, limit: int = _LABEL_CHARS) -> str:
 
 def _empty_figure(message: str) -> go.Figure:
     figure = go.Figure()
-    figure.add_annotation(
-        text=plain(message), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper"
-    )
+    # Plotly does not wrap an annotation: each line of `message` is a line of its own.
+    text = "<br>".join(plain(line) for line in message.splitlines())
+    figure.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
     figure.update_xaxes(visible=False)
     figure.update_yaxes(visible=False)
     figure.update_layout(height=160, margin={"l": 10, "r": 10, "t": 10, "b": 10})
@@ -153,15 +153,14 @@ def _nothing_judged(evaluations: Sequence[Evaluation], *, waiting: str, finished
 
     Examples:
         >>> _nothing_judged([{"criteria": []}], waiting="No criterion judged yet", finished=True)
-        'No criterion was judged in this run: its 1 pass(es) have no verdicts (grader errors)'
+        'No criterion was judged:\\nthe grader gave no verdict\\nin its 1 pass(es)'
     """
     if not finished:
         return waiting
     if not evaluations:
-        return "This run ended before any grading pass"
+        return "This run ended\nbefore any grading pass"
     return (
-        f"No criterion was judged in this run: its {len(evaluations)} pass(es) have no "
-        "verdicts (grader errors)"
+        f"No criterion was judged:\nthe grader gave no verdict\nin its {len(evaluations)} pass(es)"
     )
 
 
