@@ -6,9 +6,9 @@ compute comes from here, as plain functions tested without Streamlit. Nothing el
 
 Modules: `status` (badges and meanings), `format` (timestamps, one-line text, paging),
 `filters` (the run filters), `models` (model pickers), `scenario_check` (does a replay
-scenario fit the run about to launch), `rubrics` (templates, versions),
-`runs` (tables, labels, transcripts), `batches` (a batch input by input), `passes` (per-pass analysis), `review` (the
-review queue), `agreement` (agreement and comparison tables), `export`
+scenario fit the run about to launch), `rubrics` (templates, versions), `runs` (tables,
+labels, transcripts), `batches` (a batch input by input), `passes` (per-pass analysis),
+`review` (the review queue), `agreement` (agreement and comparison tables), `export`
 (preview and download), `charts` (Plotly figures), `errors` (store faults).
 """
 
