@@ -264,13 +264,15 @@ def inputs_table(runs: list[dict]) -> None:
         on_select="rerun",
         selection_mode="single-row",
         column_config={
-            name: st.column_config.TextColumn(name, help=criterion, width="small")
-            for name, criterion in zip(
-                [n for n in rows[0] if n[:1].isdigit()], criteria, strict=False
-            )
-        }
-        if criteria
-        else None,
+            "status": st.column_config.TextColumn("status", width="medium"),
+            # Verdict columns stay narrow; the whole criterion is their header's help.
+            **{
+                name: st.column_config.TextColumn(name, help=criterion, width="small")
+                for name, criterion in zip(
+                    [n for n in rows[0] if n[:1].isdigit()], criteria, strict=False
+                )
+            },
+        },
     )
     if event.selection.rows:
         picked = rows[event.selection.rows[0]]["run"]
