@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from rubric_core.runs.background import RunRegistry, batch_progress
-from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, RUN_STATUSES
+from rubric_core.schema import BASE_URL_ENV, DEFAULT_MAX_ITERATIONS, MODEL_ENV, RUN_STATUSES
 from rubric_core.store import RunFilters, Store, StoreError, default_db_target
 from rubric_core.store.paths import is_postgres_url, redact_url
 from rubric_core.tools import TOOL_NAMES
@@ -20,9 +20,11 @@ from rubric_core.ui import (
     ANY,
     MODEL_SOURCES,
     InputError,
+    batch_choice_label,
     batch_options,
     find_regressions,
     heatmap_figure,
+    known_batches,
     known_models,
     matching_scenario,
     md_escape,
@@ -40,8 +42,10 @@ from rubric_core.ui import (
     run_spec_rows,
     spec_error_hint,
     status_badge,
+    status_icon,
     status_level,
     status_meaning,
+    status_words,
     store_error_message,
     timeline_figure,
     transcript_items,
@@ -133,7 +137,7 @@ def show_status(status: str | None, *, error: str | None = None) -> None:
     alert = {"success": st.success, "info": st.info, "warning": st.warning, "error": st.error}[
         status_level(status)
     ]
-    alert(f"**{status_badge(status)}** — {status_meaning(status)}")
+    alert(f"**{status_words(status)}** — {status_meaning(status)}", icon=status_icon(status))
     if error:
         st.text(f"Error: {error}")
 
@@ -223,6 +227,29 @@ def model_picker(
     return model_choice("base_url", base_url=url, base_url_model=name)
 
 
+def fill_form_from_scenario(store: Store, scenario: dict, *, key: str) -> str | None:
+    """Save a replay scenario's rubric and point a run form's fields at it; an error, or None.
+
+    Sets the form's rubric, grader tools, max iterations and both models (replay of that
+    scenario) under `{key}_...` keys, as the Run and Batch pages name their widgets. Call it
+    from a widget callback, before the widgets are drawn.
+    """
+    name = str(scenario["name"])
+    try:
+        store.save_rubric_version(name, scenario["rubric"], tags=["replay"], note="from scenario")
+    except STORE_ERRORS as exc:
+        return store_error_message(exc, db_label())
+    st.session_state[f"{key}_rubric"] = name
+    st.session_state[f"{key}_tools"] = [t for t in scenario["grader_tools"] if t in TOOL_NAMES]
+    st.session_state[f"{key}_max_iterations"] = int(
+        scenario.get("max_iterations") or DEFAULT_MAX_ITERATIONS
+    )
+    for role in ("agent", "grader"):
+        st.session_state[f"{key}_{role}_source"] = "replay"
+        st.session_state[f"{key}_{role}_scenario"] = name
+    return None
+
+
 def agent_and_grader_pickers(
     *, key: str, scenarios: list[dict], default_scenario: str
 ) -> tuple[tuple[str, str | None] | None, tuple[str, str | None] | None, list[str]]:
@@ -248,10 +275,13 @@ def agent_and_grader_pickers(
 
 
 def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
-    """The filters shared by Runs and Export; `None` after showing what is wrong with them."""
+    """The filters shared by Runs and Export; `None` after showing what is wrong with them.
+
+    Two rows, so that each field (the date placeholders too) keeps its width at 1024 px.
+    """
     rubrics = store.list_rubrics()
     names = [ANY, *(r["name"] for r in rubrics)]
-    c1, c2, c3, c4, c5, c6 = st.columns([2, 2, 2, 2, 1.5, 1.5])
+    c1, c2, c3, c4 = st.columns(4)
     rubric = c1.selectbox("Rubric", names, key=f"{key}_rubric")
     version_ids: list = [ANY]
     labels: dict = {ANY: ANY}
@@ -262,13 +292,23 @@ def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
     version_id = c2.selectbox(
         "Version", version_ids, format_func=labels.get, key=f"{key}_version_{rubric}"
     )
-    model = c3.selectbox("Model (agent or grader)", [ANY, *known_models(store)], key=f"{key}_model")
+    model = c3.selectbox(
+        "Model", [ANY, *known_models(store)], key=f"{key}_model",
+        help="Runs whose agent or grader used this model.",
+    )  # fmt: skip
     status = c4.selectbox(
         "Status", [ANY, *RUN_STATUSES], format_func=lambda s: s if s == ANY else status_badge(s),
         key=f"{key}_status",
     )  # fmt: skip
-    since = c5.date_input("From", value=None, key=f"{key}_since")
-    until = c6.date_input("To", value=None, key=f"{key}_until")
+    b1, b2, b3 = st.columns([2, 1, 1])
+    batches = {b["batch_id"]: batch_choice_label(b) for b in known_batches(store)}
+    if st.session_state.get(f"{key}_batch") not in (ANY, None, *batches):
+        st.session_state[f"{key}_batch"] = ANY  # a batch of another database
+    batch = b1.selectbox(
+        "Batch", [ANY, *batches], format_func=lambda b: batches.get(b, b), key=f"{key}_batch"
+    )
+    since = b2.date_input("From", value=None, key=f"{key}_since", format="YYYY-MM-DD")
+    until = b3.date_input("To", value=None, key=f"{key}_until", format="YYYY-MM-DD")
     try:
         return parse_run_filters(
             rubric=rubric,
@@ -277,6 +317,7 @@ def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
             status=status,
             since=since,
             until=until,
+            batch=batch,
         )
     except InputError as exc:
         st.error(str(exc))
@@ -292,16 +333,23 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Grading passes", f"{len(evaluations)} / {run.get('max_iterations', '?')}")
     m2.metric("Seconds", f"{run_seconds(run):.1f}")
+    tokens_in = int(run.get("grader_input_tokens") or 0)
+    tokens_out = int(run.get("grader_output_tokens") or 0)
+    # The total as the value (an "in / out" value was cut off at 1440 px), the split beside it.
     m3.metric(
         "Grader tokens",
-        f"{int(run.get('grader_input_tokens') or 0):,} in / {int(run.get('grader_output_tokens') or 0):,} out",
+        f"{tokens_in + tokens_out:,}",
+        help=f"{tokens_in:,} in (prompts and transcripts) / {tokens_out:,} out (verdicts)",
     )
     regressions = find_regressions(evaluations)
     m4.metric("Regressions", len(regressions))
     left, right = st.columns([2, 3])
-    left.plotly_chart(progress_figure(evaluations), key=f"{key}_timeline")
+    finished = run["status"] != "running"
+    left.plotly_chart(progress_figure(evaluations, finished=finished), key=f"{key}_timeline")
     criteria = rubric_criteria(store, run)
-    right.plotly_chart(heatmap_figure(evaluations, criteria), key=f"{key}_heatmap")
+    right.plotly_chart(
+        heatmap_figure(evaluations, criteria, finished=finished), key=f"{key}_heatmap"
+    )
     if run.get("score") is not None:
         kept = run.get("best_iteration")
         if kept is not None and kept + 1 < len(evaluations):
@@ -339,7 +387,7 @@ def render_passes(evaluations: list[dict]) -> None:
     for index, detail in reversed(list(enumerate(details))):
         score = "" if detail["score"] is None else f" · score {detail['score']:.2f}"
         title = (
-            f"{detail['label']} · {status_badge(detail['result'])} · "
+            f"{detail['label']} · {status_icon(detail['result'])} {status_words(detail['result'])} · "
             f"{detail['passed']}/{detail['total']} criteria{score} · {detail['duration_s']} s"
         )
         with st.expander(title, expanded=index == len(details) - 1):

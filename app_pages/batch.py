@@ -25,12 +25,18 @@ from rubric_core.schema import (
 from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
     InputError,
+    batch_input_rows,
+    batch_runs,
     combine_models,
     expand_counts,
+    final_pass_verdicts,
     iterations_histogram,
+    matching_scenario,
     one_line,
     pass_rate_figure,
     progress,
+    replay_run_problems,
+    rubric_label,
     score_bins,
     spec_error_hint,
     status_badge,
@@ -38,8 +44,10 @@ from rubric_core.ui import (
 from studio_ui import (
     STORE_ERRORS,
     agent_and_grader_pickers,
+    fill_form_from_scenario,
     get_store,
     graded_batch_form,
+    rubric_criteria,
     rubric_version_picker,
     run_registry,
     show_store_error,
@@ -47,12 +55,14 @@ from studio_ui import (
 
 BATCH_POLL_S = 1.0
 DEFAULT_CONCURRENCY = 4
+DEMO_COPIES = 3  # a loaded scenario's input, this many times, is the dataset until an upload
 
 store = get_store()
 if store is None:
     st.stop()
 registry = run_registry()
 scenarios = list_scenarios()
+scenario_by_name = {s["name"]: s for s in scenarios}
 
 st.title("Batch")
 st.caption(
@@ -63,6 +73,45 @@ st.caption(
 if st.toggle("Grade existing outputs (no agent)", key="batch_graded"):
     graded_batch_form(store, scenarios, key="batch_graded")
     st.stop()
+
+
+def _use_scenario() -> None:
+    """Fill the form from the chosen replay scenario: rubric, tools, models, a demo dataset."""
+    scenario = scenario_by_name.get(st.session_state.get("batch_scenario_helper"))
+    if scenario is None:
+        return
+    error = fill_form_from_scenario(store, scenario, key="batch")
+    if error:
+        st.session_state["batch_flash"] = ("error", error)
+        return
+    st.session_state["batch_demo"] = scenario["name"]
+    st.session_state["batch_flash"] = (
+        "success",
+        f"Loaded scenario {scenario['name']!r}: its rubric, grader tools and replay models, "
+        f"and its input {DEMO_COPIES} times as the dataset (upload a file to use your own).",
+    )
+
+
+with st.expander("Offline demo: load a replay scenario", expanded=not store.list_rubrics()):
+    st.caption(
+        "Replay models play back a scenario's scripted turns (no network, no API key). Their "
+        "verdicts are written for the scenario's own rubric, and some scripts call grader "
+        "tools: loading the scenario sets both."
+    )
+    helper_col, helper_button = st.columns([3, 1], vertical_alignment="bottom")
+    names = list(scenario_by_name)
+    helper_col.selectbox(
+        "Scenario",
+        names,
+        index=names.index(DEFAULT_REPLAY_SCENARIO) if DEFAULT_REPLAY_SCENARIO in names else 0,
+        format_func=lambda n: f"{n} — {scenario_by_name[n]['title']}",
+        key="batch_scenario_helper",
+    )
+    helper_button.button("Use scenario", on_click=_use_scenario, key="batch_use_scenario")
+
+flash = st.session_state.pop("batch_flash", None)
+if flash:
+    (st.success if flash[0] == "success" else st.error)(flash[1])
 
 upload = st.file_uploader("Dataset", type=["csv", "jsonl", "ndjson"], key="batch_upload")
 inputs: list[str] = []
@@ -76,13 +125,24 @@ if upload is not None:
         with st.expander("First inputs"):
             for number, text in enumerate(inputs[:5], start=1):
                 st.text(f"{number}. {one_line(text, 200)}")
+elif st.session_state.get("batch_demo") in scenario_by_name:
+    demo = scenario_by_name[st.session_state["batch_demo"]]
+    inputs = [demo["input"]] * DEMO_COPIES
+    st.info(
+        f"Dataset: the input of scenario {demo['name']!r}, {DEMO_COPIES} times (a replay "
+        "plays the same script for each). Upload a file to use your own inputs.",
+        icon=":material/replay:",
+    )
 
 version = rubric_version_picker(store, key="batch")
 if version is None:
     st.stop()
 
 agent_choice, grader_choice, errors = agent_and_grader_pickers(
-    key="batch", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+    key="batch",
+    scenarios=scenarios,
+    # Replay models start on the scenario whose rubric this is, if one is.
+    default_scenario=matching_scenario(scenarios, version["criteria"], DEFAULT_REPLAY_SCENARIO),
 )
 
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
@@ -106,6 +166,18 @@ keep = c4.radio(
     horizontal=True,
     help="When a run ends unmet: hand back the last draft, or the best-scoring pass's.",
 )
+problems = replay_run_problems(
+    agent_model=agent_choice[0] if agent_choice else "",
+    grader_model=grader_choice[0] if grader_choice else "",
+    scenarios=scenarios,
+    criteria=version["criteria"],
+    rubric=f"{version['name']} v{version['version']}",
+    grader_tools=tools,
+)
+blocking = [p.message for p in problems if p.blocking]
+for problem in problems:
+    if not problem.blocking:
+        st.warning(problem.message, icon=":material/replay:")
 executors = offered_executors(store)
 executor = "thread"
 if "ray" in executors:
@@ -122,7 +194,11 @@ if "ray" in executors:
         "PostgreSQL store, so progress shows here the same way.",
     )
 
-if st.button("Launch batch", type="primary", key="batch_launch", disabled=not inputs):
+for message in blocking:
+    st.error(message, icon=":material/block:")
+if st.button(
+    "Launch batch", type="primary", key="batch_launch", disabled=not inputs or bool(blocking)
+):
     if agent_choice and grader_choice:
         try:
             agent_spec, grader_spec, base_url = combine_models(agent_choice, grader_choice)
@@ -157,7 +233,9 @@ elif errors:
     for message in errors:
         st.error(message)
 if not inputs:
-    st.caption("Upload a dataset to enable “Launch batch”.")
+    st.caption("Upload a dataset (or load a scenario above) to enable “Launch batch”.")
+elif blocking:
+    st.caption("“Launch batch” is off until the replay scenario fits the run (see above).")
 
 batch_id = st.session_state.get("batch_watch")
 if batch_id is None:
@@ -168,22 +246,58 @@ st.subheader(f"Batch {batch_id}")
 polling = job is not None and not job.done()
 
 
+def inputs_table(runs: list[dict]) -> None:
+    """One row per input: status, passes, score, final verdicts; clicking a row opens its run."""
+    if not runs:
+        st.caption("No run of this batch is stored yet.")
+        return
+    criteria = rubric_criteria(store, runs[0])
+    rows = batch_input_rows(runs, final_pass_verdicts(store, batch_id), criteria)
+    st.caption(
+        f"Inputs of {rubric_label(runs[0])}, one row each: ✓ pass, ✗ fail, ? insufficient, "
+        "– not judged in the run's final pass. Click a row to open its run on the Runs page."
+    )
+    event = st.dataframe(
+        rows,
+        hide_index=True,
+        key=f"batch_inputs_{batch_id}",
+        on_select="rerun",
+        selection_mode="single-row",
+        column_config={
+            "status": st.column_config.TextColumn("status", width="medium"),
+            # Verdict columns stay narrow; the whole criterion is their header's help.
+            **{
+                name: st.column_config.TextColumn(name, help=criterion, width="small")
+                for name, criterion in zip(
+                    [n for n in rows[0] if n[:1].isdigit()], criteria, strict=False
+                )
+            },
+        },
+    )
+    if event.selection.rows:
+        picked = rows[event.selection.rows[0]]["run"]
+        st.switch_page("app_pages/runs.py", query_params={"run": str(picked)})
+
+
 @st.fragment(run_every=BATCH_POLL_S if polling else None)
 def batch_view() -> None:
-    """Progress from the store; the summary once every run has finished."""
+    """Progress and each input's row from the store; the summary once every run has finished."""
     try:
         total = job.total if job is not None else store.count_runs(batch_id=batch_id)
         finished, started = batch_progress(store, batch_id, total)
         value, text = progress(finished, total)
         st.progress(value, text=f"{text} ({started - finished} running)")
+        runs = batch_runs(store, batch_id)
         if job is not None and not job.done():
             if st.button("Stop batch", key="batch_stop"):
                 job.stop()
                 st.toast("Stopping: running runs end as interrupted; no new run starts.")
+            inputs_table(runs)
             return
         if job is not None and job.error:
             st.error(f"The batch stopped early: {job.error}. Runs stored until then are kept.")
         summary = summary_for_batch(store, batch_id)
+        final_rates = store.criterion_pass_rates(batch_id=batch_id, final_only=True)
     except STORE_ERRORS as exc:
         show_store_error(exc)
         return
@@ -191,10 +305,11 @@ def batch_view() -> None:
     m1.metric("Runs", summary.total)
     m2.metric("Satisfied", format_rate(summary.satisfied_rate))
     m3.metric(
-        "Mean passes to satisfied",
+        "Passes (mean)",  # a short label: the long one was cut off at 1024 px
         "n/a"
         if summary.mean_iterations_to_satisfied is None
         else f"{summary.mean_iterations_to_satisfied:.2f}",
+        help="Mean grading passes the satisfied runs took.",
     )
     m4.metric("Grader errors", summary.grader_errors)
     if summary.mean_score is not None:
@@ -203,17 +318,22 @@ def batch_view() -> None:
         s1.caption(f"over {len(summary.scores)} scored runs")
         s2.caption("Score distribution (runs per score band)")
         s2.bar_chart(score_bins(summary.scores), x="score", y="runs", height=180)
-    st.dataframe(
+    inputs_table(runs)
+    # Pass rates get the full width: criteria labels need the room at 1024 px.
+    st.plotly_chart(
+        pass_rate_figure(final_rates, title="Pass rate in each run's final pass (worst first)"),
+        key="batch_pass_rates",
+    )
+    counts_col, iterations_col = st.columns([3, 4])
+    counts_col.dataframe(
         [{"status": status_badge(s), "runs": n} for s, n in summary.by_status.items()],
         hide_index=True,
         key="batch_status_counts",
     )
-    left, right = st.columns(2)
-    left.plotly_chart(
+    iterations_col.plotly_chart(
         iterations_histogram(expand_counts(summary.iterations_to_satisfied)),
         key="batch_iterations",
     )
-    right.plotly_chart(pass_rate_figure(summary.criterion_pass_rates), key="batch_pass_rates")
     if summary.errors:
         st.caption("Runs that ended in error")
         for item in summary.errors:

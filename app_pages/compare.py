@@ -64,7 +64,7 @@ with passes_tab:
                 a, b = b, a
                 st.caption("Swapped so that the earlier pass is on the left.")
             first, second = evaluations[a], evaluations[b]
-            diff_col, flip_col = st.columns([3, 2], gap="large")
+            diff_col, flip_col = st.columns([1, 1], gap="medium")
             with diff_col:
                 st.subheader("Draft diff")
                 diff = draft_diff(
@@ -78,7 +78,8 @@ with passes_tab:
                 else:
                     st.caption("The two drafts are identical.")
             with flip_col:
-                st.subheader("Criteria that flipped")
+                # A smaller heading than the diff's: it stays on one line in a 1024 px window.
+                st.markdown("#### Criteria that flipped")
                 flipped = flipped_criteria(first, second)
                 if not flipped:
                     st.caption("No criterion changed its verdict between these passes.")
@@ -93,7 +94,7 @@ with passes_tab:
                         )
                         st.caption(reason)
                         st.text(f"   → {item['gap']}")
-                st.subheader(f"Grader's feedback after {pass_label(a)}")
+                st.markdown(f"#### Grader's feedback after {pass_label(a)}")
                 st.text(first.get("explanation") or "(none)")
 
 with runs_tab:
@@ -113,7 +114,11 @@ with runs_tab:
         with column:
             show_status(run["status"], error=run.get("error"))
             st.plotly_chart(
-                heatmap_figure(store.run_evaluations(run["id"]), rubric_criteria(store, run)),
+                heatmap_figure(
+                    store.run_evaluations(run["id"]),
+                    rubric_criteria(store, run),
+                    finished=run["status"] != "running",
+                ),
                 key=f"compare_heatmap_{side}",
             )
             st.caption("Final output")

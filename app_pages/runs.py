@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rubric_core.store import StoreError
 from rubric_core.ui import (
     DEFAULT_PAGE_SIZE,
     data_version,
     page_caption,
     page_count,
     page_window,
+    parse_id_param,
     pass_rate_figure,
-    run_label,
     runs_table,
 )
-from studio_ui import cached_pass_rates, get_store, render_run_detail, run_filter_widgets
+from studio_ui import (
+    STORE_ERRORS,
+    cached_pass_rates,
+    get_store,
+    render_run_detail,
+    run_filter_widgets,
+    show_store_error,
+)
+
+LIVE_POLL_S = 1.0
 
 store = get_store()
 st.title("Runs")
@@ -31,42 +41,77 @@ requested = page_col.number_input(
     "Page", min_value=1, max_value=pages, value=1, key=f"runs_page_{hash(filters)}"
 )
 page, offset, limit = page_window(int(requested), total, DEFAULT_PAGE_SIZE)
-caption_col.caption(page_caption(page, total, DEFAULT_PAGE_SIZE))
+caption_col.caption(
+    f"{page_caption(page, total, DEFAULT_PAGE_SIZE)}. Click a row to open its run below."
+)
 runs = store.list_runs(filters=filters, limit=limit, offset=offset)
 
-if not runs:
+if not runs and not st.query_params.get("run"):
     st.info(
         "No stored run matches these filters. Launch one on the Run page, or clear the filters."
     )
     st.stop()
 
-st.dataframe(runs_table(runs), hide_index=True, key="runs_table")
+if runs:
+    event = st.dataframe(
+        runs_table(runs),
+        hide_index=True,
+        key=f"runs_table_{hash(filters)}_{page}",
+        on_select="rerun",
+        selection_mode="single-row",
+    )
+    picked = event.selection.rows
+    if picked:
+        # A click opens that run (and puts it in the URL, so the link can be shared).
+        st.query_params["run"] = str(runs[picked[0]]["id"])
 
-show_rates = st.toggle(
-    "Per-criterion pass rates (every pass of the matching runs)",
-    key="runs_show_rates",
-    help="Counted over every stored pass that matches the filters; cached until a new pass arrives.",
-)
-if show_rates:
-    rates = cached_pass_rates(store.target, filters, data_version(store))
-    st.plotly_chart(pass_rate_figure(rates), key="runs_pass_rates")
+    show_rates = st.toggle(
+        "Per-criterion pass rates (every pass of the matching runs)",
+        key="runs_show_rates",
+        help="Counted over every stored pass that matches the filters; cached until a new "
+        "pass arrives.",
+    )
+    if show_rates:
+        rates = cached_pass_rates(store.target, filters, data_version(store))
+        st.plotly_chart(pass_rate_figure(rates), key="runs_pass_rates")
+else:
+    st.info("No stored run matches these filters; the run named in the address is shown below.")
 
 st.divider()
-ids = [run["id"] for run in runs]
-labels = {run["id"]: run_label(run) for run in runs}
 wanted = st.query_params.get("run")
-if wanted and wanted.isdigit() and int(wanted) not in labels:
-    # A run linked by URL that is not on this page: offer it too.
+run_id = parse_id_param(wanted) if wanted else None
+if wanted and run_id is None:
+    st.error(f"“{wanted}” in the address is not a run number; showing the newest matching run.")
+if run_id is None:
+    if not runs:
+        st.stop()
+    run_id = int(runs[0]["id"])
+try:
+    running_now = store.get_run(run_id)["status"] == "running"
+except StoreError as exc:
+    if exc.kind != "invalid":
+        raise
+    st.error(
+        f"Run #{run_id} does not exist in this database. Pick a run in the table above "
+        "(or check the link you followed).",
+        icon=":material/search_off:",
+    )
+    st.stop()
+
+
+@st.fragment(run_every=LIVE_POLL_S if running_now else None)
+def run_detail() -> None:
+    """The run from the store, redrawn every second while it runs (as the Run page does)."""
     try:
-        linked = store.get_run(int(wanted))
-    except Exception:  # an unknown id in the URL is not worth an error box
-        linked = None
-    if linked is not None:
-        ids.insert(0, linked["id"])
-        labels[linked["id"]] = run_label(linked)
-default = int(wanted) if wanted and wanted.isdigit() and int(wanted) in labels else ids[0]
-run_id = st.selectbox(
-    "Open a run", ids, index=ids.index(default), format_func=labels.get, key="runs_open"
-)
-st.query_params["run"] = str(run_id)
-render_run_detail(store, run_id, key="runs_detail")
+        render_run_detail(store, run_id, key="runs_detail")
+        still_running = store.get_run(run_id)["status"] == "running"
+    except STORE_ERRORS as exc:
+        show_store_error(exc)
+        return
+    if still_running:
+        st.caption(f"Live: redrawn from the store every {LIVE_POLL_S:g} s while the run goes on.")
+    elif running_now:
+        st.rerun()  # it ended: redraw the page once, which stops the polling
+
+
+run_detail()

@@ -15,6 +15,7 @@ from rubric_core.ui import (
     iterations_histogram,
     pass_rate_figure,
     plain,
+    progress_figure,
     short_label,
     timeline_figure,
 )
@@ -176,8 +177,69 @@ def test_pass_rate_figure_labels_rates_with_counts() -> None:
         {"criterion": "source", "passed": 0, "total": 4, "pass_rate": 0.0},
     ]
     bar = pass_rate_figure(rates).data[0]
-    assert list(bar.x) == [0.75, 0.0]
-    assert list(bar.text) == ["75% (3/4)", "0% (0/4)"]
+    assert list(bar.x) == [0.0, 0.75]  # worst first (issue 13: they were in rubric order)
+    assert list(bar.text) == ["0% (0/4)", "75% (3/4)"]
+
+
+def test_pass_rate_figure_labels_a_zero_bar_beside_it_and_sorts_worst_first() -> None:
+    rates = [
+        {"criterion": "has a title", "passed": 4, "total": 4, "pass_rate": 1.0},
+        {"criterion": "cites a source", "passed": 0, "total": 4, "pass_rate": 0.0},
+        {"criterion": "is short", "passed": 1, "total": 4, "pass_rate": 0.25},
+        {"criterion": "names the author", "passed": 0, "total": 2, "pass_rate": 0.0},
+    ]
+    figure = pass_rate_figure(rates)
+    bar = figure.data[0]
+    # Top to bottom (the y axis is reversed): the two 0 % criteria in rubric order, then up.
+    assert list(bar.y) == ["cites a source", "names the author", "is short", "has a title"]
+    assert list(bar.text) == ["0% (0/4)", "0% (0/2)", "25% (1/4)", "100% (4/4)"]
+    # A zero-width bar cannot hold its label: short bars put it beside the bar, unclipped.
+    assert list(bar.textposition) == ["outside", "outside", "outside", "inside"]
+    assert bar.cliponaxis is False
+    assert figure.layout.yaxis.autorange == "reversed"
+
+
+def test_progress_plots_criteria_passed_per_pass_and_labels_every_bar() -> None:
+    passes = [
+        _pass([("a", False), ("b", False), ("c", True)], duration_s=3.0),
+        _grader_error(),
+        _pass([("a", True), ("b", True), ("c", True)], duration_s=0.01),
+    ]
+    figure = progress_figure(passes)
+    bars = {trace.name: trace for trace in figure.data}
+    assert set(bars) == {"needs_revision", "grader_error", "satisfied"}  # no score line yet
+    # Heights are criteria passed, not grader seconds: the 0.01 s satisfied pass is the tallest.
+    assert list(bars["needs_revision"].y) == [1]
+    assert list(bars["satisfied"].y) == [3]
+    assert list(bars["satisfied"].text) == ["3/3"]
+    assert list(bars["grader_error"].text) == ["grader error"]
+    assert "grader seconds: 0.01" in bars["satisfied"].hovertext[0]
+    assert figure.layout.yaxis.title.text == "criteria passed"
+    assert list(figure.layout.xaxis.categoryarray) == ["Pass 1", "Pass 2", "Pass 3"]
+
+
+def test_progress_adds_the_score_line_once_passes_carry_scores() -> None:
+    passes = [
+        _pass([("a", False), ("b", True)], score=0.25),
+        _grader_error(),
+        _pass([("a", True), ("b", True)], score=1.0),
+    ]
+    figure = progress_figure(passes)
+    (line,) = [trace for trace in figure.data if isinstance(trace, go.Scatter)]
+    assert line.name == "score"
+    assert line.yaxis == "y2"
+    assert list(line.y) == [0.25, None, 1.0]  # the grader error has no score, no point
+    assert figure.layout.yaxis2.tickformat == ".0%"
+
+
+def test_empty_run_charts_say_whether_the_run_is_still_going() -> None:
+    errors_only = [_grader_error(), _grader_error()]
+    assert "yet" in heatmap_figure(errors_only).layout.annotations[0].text
+    finished = heatmap_figure(errors_only, finished=True).layout.annotations[0].text
+    assert "yet" not in finished and "2 pass(es)" in finished
+    assert "ended<br>before any grading pass" in (
+        progress_figure([], finished=True).layout.annotations[0].text
+    )
 
 
 def test_iterations_histogram_counts_runs_per_pass_count_without_gaps() -> None:

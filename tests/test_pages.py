@@ -153,7 +153,10 @@ def test_run_page_launches_a_replay_run_and_shows_its_passes(app: AppTest) -> No
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Grading passes"] == "2 / 3"
     timeline, heatmap = _charts(app)[:2]
-    assert [bar["name"] for bar in timeline["data"]] == ["needs_revision", "satisfied"]
+    # Bars of criteria passed per pass, one trace per verdict, and the score line (issue 13).
+    bars = [trace for trace in timeline["data"] if trace["type"] == "bar"]
+    assert [bar["name"] for bar in bars] == ["needs_revision", "satisfied"]
+    assert [trace["name"] for trace in timeline["data"] if trace["type"] == "scatter"] == ["score"]
     assert heatmap["data"][0]["x"] == ["Pass 1", "Pass 2"]
     assert any(f"Run #{run_id}" in h.value for h in app.subheader)
     # The final output is shown as a code block (text), never as Markdown or HTML.
@@ -303,7 +306,7 @@ def test_runs_page_shows_pass_rates_on_request(app: AppTest) -> None:
     rates = _charts(app)[0]
     assert len(_charts(app)) == charts_before + 1
     bar = rates["data"][0]
-    assert bar["text"] == ["100% (2/2)", "50% (1/2)", "100% (2/2)"]
+    assert bar["text"] == ["50% (1/2)", "100% (2/2)", "100% (2/2)"]  # worst first
 
 
 def test_runs_page_filters_and_says_when_nothing_matches(app: AppTest) -> None:
@@ -431,7 +434,8 @@ def test_batch_page_runs_a_dataset_and_summarises_it(app: AppTest) -> None:
     app.radio(key="batch_agent_source").set_value("replay").run()
     app.selectbox(key="batch_agent_scenario").set_value("satisfied_first_try")
     app.selectbox(key="batch_grader_scenario").set_value("satisfied_first_try")
-    app.multiselect(key="batch_tools").set_value(list(scenario["grader_tools"]))
+    # Each choice redraws the page, as in a browser: Launch is enabled once they fit.
+    app.multiselect(key="batch_tools").set_value(list(scenario["grader_tools"])).run()
     app.button(key="batch_launch").click().run()
     _no_exception(app)
     assert not app.error, [e.value for e in app.error]
@@ -453,6 +457,111 @@ def test_batch_page_bad_dataset_is_explained_in_place(app: AppTest) -> None:
     _no_exception(app)
     message = " ".join(e.value for e in app.error)
     assert "inputs.csv" in message and "'input' column" in message
+
+
+def _batch_from_scenario(app: AppTest, scenario: str = "satisfied_first_try") -> str:
+    """Load a scenario on the Batch page, launch its demo dataset, wait; returns the batch id."""
+    from studio_ui import run_registry
+
+    _page(app, "batch")
+    app.selectbox(key="batch_scenario_helper").set_value(scenario)
+    app.button(key="batch_use_scenario").click().run()
+    _no_exception(app)
+    app.button(key="batch_launch").click().run()
+    assert not app.error, [e.value for e in app.error]
+    batch_id = app.session_state["batch_watch"]
+    job = run_registry().batch(batch_id)
+    job.thread.join(RUN_TIMEOUT_S)
+    assert job.done()
+    app.run()
+    _no_exception(app)
+    return batch_id
+
+
+def _inputs_table(app: AppTest) -> Any:
+    return next(d.value for d in app.dataframe if "input #" in d.value.columns)
+
+
+def test_batch_page_scenario_loader_fills_tools_and_shows_each_input(app: AppTest) -> None:
+    _page(app, "batch")
+    app.selectbox(key="batch_scenario_helper").set_value("satisfied_first_try")
+    app.button(key="batch_use_scenario").click().run()
+    # The scenario's grader calls text_stats: loading it picks the tool (issue 13, item 11).
+    assert app.multiselect(key="batch_tools").value == ["text_stats"]
+    assert app.selectbox(key="batch_rubric").value == "satisfied_first_try"
+    assert app.selectbox(key="batch_grader_scenario").value == "satisfied_first_try"
+    assert any("3 times" in i.value for i in app.info)
+    assert not app.button(key="batch_launch").disabled
+    _batch_from_scenario(app)
+    table = _inputs_table(app)
+    assert list(table["input #"]) == [1, 2, 3]
+    assert all("satisfied" in status for status in table["status"])
+    assert list(table["passes"]) == [1, 1, 1]
+    verdicts = [c for c in table.columns if c[:2] in {"1.", "2.", "3."}]
+    # Numbered in rubric order and cut to fit a column (the full text is the column's help).
+    assert verdicts == ["1. Exactly two sentences", "2. Fewer than 40 words",
+                        "3. Says the bottle keeps drinks co…"]  # fmt: skip
+    assert set(table[verdicts].to_numpy().ravel()) == {"✓"}
+    assert {m.label: m.value for m in app.metric}["Satisfied"] == "100.0%"
+
+
+def test_batch_per_input_view_shows_final_verdicts_and_final_pass_rates(app: AppTest) -> None:
+    _batch_from_scenario(app, "needs_revision_then_satisfied")
+    table = _inputs_table(app)
+    assert list(table["passes"]) == [2, 2, 2]
+    verdict_columns = [c for c in table.columns if c[0].isdigit()]
+    assert set(table[verdict_columns].to_numpy().ravel()) == {"✓"}  # the final pass, not pass 1
+    rates = next(c for c in _charts(app) if "final pass" in c["layout"]["title"]["text"])
+    assert rates["data"][0]["text"] == ["100% (3/3)"] * len(verdict_columns)
+
+
+def test_batch_page_blocks_a_replay_grader_of_another_rubric_or_without_its_tools(
+    app: AppTest,
+) -> None:
+    _page(app, "batch")
+    app.selectbox(key="batch_scenario_helper").set_value("satisfied_first_try")
+    app.button(key="batch_use_scenario").click().run()
+    app.selectbox(key="batch_grader_scenario").set_value("haiku").run()
+    _no_exception(app)
+    assert app.button(key="batch_launch").disabled
+    assert any("'haiku'" in e.value and "grader_error" in e.value for e in app.error)
+    app.selectbox(key="batch_grader_scenario").set_value("satisfied_first_try").run()
+    app.multiselect(key="batch_tools").set_value([]).run()
+    assert app.button(key="batch_launch").disabled
+    assert any("calls text_stats" in e.value for e in app.error)
+    app.multiselect(key="batch_tools").set_value(["text_stats"]).run()
+    assert not app.error
+    assert not app.button(key="batch_launch").disabled
+
+
+def test_runs_and_export_filter_by_batch(app: AppTest) -> None:
+    lone_run = _launch_replay_run(app)
+    batch_id = _batch_from_scenario(app)
+    _page(app, "runs")
+    assert len(app.dataframe[0].value) == 4
+    app.selectbox(key="runs_batch").set_value(batch_id).run()
+    _no_exception(app)
+    table = app.dataframe[0].value
+    assert len(table) == 3 and lone_run not in set(table["run"])
+    _page(app, "export")
+    app.radio(key="export_dataset").set_value("runs").run()
+    app.selectbox(key="export_batch").set_value(batch_id).run()
+    preview = app.dataframe[0].value
+    assert len(preview) == 3 and lone_run not in set(preview["run_id"])
+    assert any("3 run(s) match" in c.value for c in app.caption)
+
+
+def test_runs_page_says_a_linked_run_does_not_exist(app: AppTest) -> None:
+    run_id = _launch_replay_run(app)
+    app.query_params["run"] = "99999"
+    _page(app, "runs")
+    _no_exception(app)
+    assert any("Run #99999 does not exist" in e.value for e in app.error)
+    assert not any(f"Run #{run_id}" in h.value for h in app.subheader)  # not the latest instead
+    app.query_params["run"] = str(run_id)
+    app.run()
+    assert not app.error
+    assert any(f"Run #{run_id}" in h.value for h in app.subheader)
 
 
 # ---------------------------------------------------------------- store faults
@@ -538,8 +647,10 @@ def test_run_page_keep_best_shows_scores_and_regressions(app: AppTest) -> None:
     app.run()
     _no_exception(app)
     progress = _charts(app)[0]
-    assert [bar["name"] for bar in progress["data"]] == ["needs_revision"]
-    assert [round(y, 2) for y in progress["data"][0]["y"]] == [0.67, 0.5, 0.17]
+    bars, line = progress["data"]  # criteria passed per pass, then the score (issue 13)
+    assert bars["name"] == "needs_revision"
+    assert line["name"] == "score"
+    assert [round(y, 2) for y in line["y"]] == [0.67, 0.5, 0.17]
     assert [a["text"] for a in progress["layout"]["annotations"]] == ["↩ regressed"] * 2
     assert any("the draft of Pass 1, its best-scoring pass" in i.value for i in app.info)
     warnings = [w.value for w in app.warning]

@@ -5,9 +5,10 @@ compute comes from here, as plain functions tested without Streamlit. Nothing el
 `rubric_core` imports this package: it sits on top of the library, next to the CLI.
 
 Modules: `status` (badges and meanings), `format` (timestamps, one-line text, paging),
-`filters` (the run filters), `models` (model pickers), `rubrics` (templates, versions),
-`runs` (tables, labels, transcripts), `passes` (per-pass analysis), `review` (the
-review queue), `agreement` (agreement and comparison tables), `export`
+`filters` (the run filters), `models` (model pickers), `scenario_check` (does a replay
+scenario fit the run about to launch), `rubrics` (templates, versions), `runs` (tables,
+labels, transcripts), `batches` (a batch input by input), `passes` (per-pass analysis),
+`review` (the review queue), `agreement` (agreement and comparison tables), `export`
 (preview and download), `charts` (Plotly figures), `errors` (store faults).
 """
 
@@ -28,6 +29,15 @@ from rubric_core.ui.agreement import (
     format_rate,
     verdict_mark,
 )
+from rubric_core.ui.batches import (
+    VERDICT_MARKS,
+    batch_choice_label,
+    batch_input_rows,
+    batch_runs,
+    criterion_column,
+    final_pass_verdicts,
+    known_batches,
+)
 from rubric_core.ui.charts import (
     heatmap_figure,
     iterations_histogram,
@@ -37,6 +47,7 @@ from rubric_core.ui.charts import (
     score_bins,
     score_histogram,
     short_label,
+    sort_worst_first,
     timeline_figure,
 )
 from rubric_core.ui.errors import store_error_message
@@ -108,7 +119,14 @@ from rubric_core.ui.runs import (
     runs_table,
     transcript_items,
 )
-from rubric_core.ui.status import status_badge, status_level, status_meaning
+from rubric_core.ui.scenario_check import ScenarioProblem, replay_run_problems
+from rubric_core.ui.status import (
+    status_badge,
+    status_icon,
+    status_level,
+    status_meaning,
+    status_words,
+)
 
 __all__ = [
     "ANY",
@@ -117,8 +135,13 @@ __all__ = [
     "MODEL_SOURCES",
     "REVIEW_SHORTCUTS",
     "RUBRIC_TEMPLATES",
+    "VERDICT_MARKS",
     "InputError",
+    "ScenarioProblem",
+    "batch_choice_label",
+    "batch_input_rows",
     "batch_options",
+    "batch_runs",
     "change_mark",
     "choice_for",
     "chosen_labels",
@@ -131,6 +154,7 @@ __all__ = [
     "criteria_changes",
     "criteria_preview",
     "criterion_agreement_rows",
+    "criterion_column",
     "criterion_matrix",
     "data_version",
     "disagreement_label",
@@ -141,6 +165,7 @@ __all__ = [
     "export_bytes",
     "export_file_name",
     "final_criteria",
+    "final_pass_verdicts",
     "final_verdict_rows",
     "find_regressions",
     "flipped_criteria",
@@ -152,6 +177,7 @@ __all__ = [
     "is_fully_labelled",
     "iterations_histogram",
     "judge_labels",
+    "known_batches",
     "known_models",
     "labelled_ids",
     "matching_scenario",
@@ -173,6 +199,7 @@ __all__ = [
     "preview_rows",
     "progress",
     "progress_figure",
+    "replay_run_problems",
     "replay_scenario_mismatch",
     "review_caption",
     "review_rows",
@@ -185,10 +212,13 @@ __all__ = [
     "score_bins",
     "score_histogram",
     "short_label",
+    "sort_worst_first",
     "spec_error_hint",
     "status_badge",
+    "status_icon",
     "status_level",
     "status_meaning",
+    "status_words",
     "step",
     "store_error_message",
     "timeline_figure",

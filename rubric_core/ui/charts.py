@@ -26,6 +26,7 @@ __all__ = [
     "score_bins",
     "score_histogram",
     "short_label",
+    "sort_worst_first",
     "timeline_figure",
 ]
 
@@ -75,9 +76,9 @@ def short_label(text: str, limit: int = _LABEL_CHARS) -> str:
 
 def _empty_figure(message: str) -> go.Figure:
     figure = go.Figure()
-    figure.add_annotation(
-        text=plain(message), showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper"
-    )
+    # Plotly does not wrap an annotation: each line of `message` is a line of its own.
+    text = "<br>".join(plain(line) for line in message.splitlines())
+    figure.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
     figure.update_xaxes(visible=False)
     figure.update_yaxes(visible=False)
     figure.update_layout(height=160, margin={"l": 10, "r": 10, "t": 10, "b": 10})
@@ -143,44 +144,72 @@ def _regressed_by_pass(evaluations: Sequence[Evaluation]) -> dict[int, list[str]
     return found
 
 
-def progress_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
-    """The run's progress: one bar per pass, its height the pass's score.
+def _has_stored_scores(evaluations: Sequence[Evaluation]) -> bool:
+    return any(evaluation.get("score") is not None for evaluation in evaluations)
 
-    Bars are coloured by verdict (one trace per verdict) and labelled with the criteria
-    passed (`2/3`); grader seconds, attempts and tokens are in the hover. A pass where
-    a criterion regressed (passed before, fails now) is marked `↩ regressed` above its
-    bar, naming the criteria. A pass with no score (a grader error) has no bar height.
+
+def _nothing_judged(evaluations: Sequence[Evaluation], *, waiting: str, finished: bool) -> str:
+    """What an empty run chart says: `waiting` while the run goes on, else why it is empty.
 
     Examples:
-        >>> passes = [{"result": "needs_revision", "score": 0.5,
+        >>> _nothing_judged([{"criteria": []}], waiting="No criterion judged yet", finished=True)
+        'No criterion was judged:\\nthe grader gave no verdict\\nin its 1 pass(es)'
+    """
+    if not finished:
+        return waiting
+    if not evaluations:
+        return "This run ended\nbefore any grading pass"
+    return (
+        f"No criterion was judged:\nthe grader gave no verdict\nin its {len(evaluations)} pass(es)"
+    )
+
+
+def progress_figure(evaluations: Sequence[Evaluation], *, finished: bool = False) -> go.Figure:
+    """The run's progress: one bar per pass, its height the criteria that pass passed.
+
+    Bars are coloured by verdict (one trace per verdict) and labelled `2/3`, a grader
+    error (no verdicts) `grader error`; grader seconds, attempts and tokens are in the
+    hover. Once the passes carry stored scores, the score of each pass is drawn as a
+    line on a second axis (0-100 %). A pass where a criterion regressed (passed before,
+    fails now) is marked `↩ regressed` above its bar, naming the criteria. With no pass,
+    the figure says so: waiting for one while the run goes on, none once it has `finished`.
+
+    Examples:
+        >>> passes = [{"result": "needs_revision",
         ...            "criteria": [{"name": "a", "passed": True}, {"name": "b", "passed": False}]},
-        ...           {"result": "needs_revision", "score": 0.0,
+        ...           {"result": "needs_revision",
         ...            "criteria": [{"name": "a", "passed": False}, {"name": "b", "passed": False}]}]
         >>> figure = progress_figure(passes)
-        >>> [trace.name for trace in figure.data], list(figure.data[0].text)
-        (['needs_revision'], ['1/2 passed', '0/2 passed'])
+        >>> [trace.name for trace in figure.data], list(figure.data[0].y), list(figure.data[0].text)
+        (['needs_revision'], [1, 0], ['1/2', '0/2'])
         >>> figure.layout.annotations[0].text
         '↩ regressed'
     """
     if not evaluations:
-        return _empty_figure("No grading pass yet")
+        return _empty_figure(
+            _nothing_judged(evaluations, waiting="No grading pass yet", finished=finished)
+        )
     labels = [pass_label(j) for j in range(len(evaluations))]
     regressed = _regressed_by_pass(evaluations)
+    passed_counts = [
+        sum(1 for c in evaluation.get("criteria") or [] if c.get("passed"))
+        for evaluation in evaluations
+    ]
+    most = max((len(e.get("criteria") or []) for e in evaluations), default=0) or 1
     figure = go.Figure()
-    scores: list[float] = []
     for result in dict.fromkeys(str(e.get("result", "")) for e in evaluations):
         xs, ys, texts, hovers = [], [], [], []
         for j, evaluation in enumerate(evaluations):
             if str(evaluation.get("result", "")) != result:
                 continue
             criteria = evaluation.get("criteria") or []
-            ok = sum(1 for c in criteria if c.get("passed"))
+            ok = passed_counts[j]
             score = pass_score(evaluation)
             lines = [
                 labels[j],
                 f"verdict: {plain(result)}",
-                f"score: {'n/a' if score is None else f'{score:.2f}'}",
                 f"criteria passed: {ok} / {len(criteria)}",
+                f"score: {'n/a' if score is None else f'{score:.2f}'}",
                 f"grader seconds: {float(evaluation.get('duration_s') or 0.0):.2f}",
                 f"grader attempts: {int(evaluation.get('grader_attempts') or 0)}",
                 f"grader tokens: {int(evaluation.get('grader_input_tokens') or 0)} in / "
@@ -190,53 +219,86 @@ def progress_figure(evaluations: Sequence[Evaluation]) -> go.Figure:
                 names = "; ".join(plain(short_label(n)) for n in regressed[j])
                 lines.append(f"regressed: {names}")
             xs.append(labels[j])
-            ys.append(0.0 if score is None else score)
-            texts.append(f"{ok}/{len(criteria)} passed" if criteria else plain(result))
+            ys.append(ok)
+            texts.append(f"{ok}/{len(criteria)}" if criteria else plain(result.replace("_", " ")))
             hovers.append("<br>".join(lines))
-            scores.append(0.0 if score is None else score)
         figure.add_bar(
             x=xs,
             y=ys,
             name=plain(result),
             text=texts,
-            textposition="inside",
-            insidetextanchor="end",
+            textposition="outside",
+            cliponaxis=False,
             hovertext=hovers,
             hoverinfo="text",
             marker_color=_RESULT_COLORS.get(result, _UNKNOWN_COLOR),
         )
+    scored = _has_stored_scores(evaluations)
+    if scored:
+        scores = [pass_score(e) for e in evaluations]
+        figure.add_scatter(
+            x=labels,
+            y=scores,
+            name="score",
+            yaxis="y2",
+            mode="lines+markers",
+            line={"color": "#37474f", "width": 2},
+            marker={"size": 8},
+            connectgaps=False,
+            hovertemplate="%{x}<br>score: %{y:.0%}<extra></extra>",
+        )
     for j, regressed_names in sorted(regressed.items()):
         figure.add_annotation(
             x=labels[j],
-            y=pass_score(evaluations[j]) or 0.0,
+            y=passed_counts[j],
             text="↩ regressed",
             hovertext="regressed: " + "; ".join(plain(short_label(n)) for n in regressed_names),
             showarrow=True,
             arrowhead=2,
-            ay=-28,
+            ay=-34,
             font={"color": "#c62828"},
         )
-    figure.update_layout(
-        height=300,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={"title": "grading pass", "categoryorder": "array", "categoryarray": labels},
-        yaxis={"title": "score", "range": [0, 1.18], "tickformat": ".0%"},
-        legend_title_text="verdict",
-        title="Score per pass (hover for grader seconds)",
-    )
+    layout: dict[str, Any] = {
+        "height": 320,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "xaxis": {"categoryorder": "array", "categoryarray": labels},
+        "legend": {"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0},
+        "yaxis": {
+            "title": "criteria passed",
+            "range": [0, most * 1.3],
+            "dtick": 1 if most <= 10 else None,
+        },
+        "title": "Criteria passed per pass",
+    }
+    if scored:
+        layout["yaxis2"] = {
+            "title": "score",
+            "overlaying": "y",
+            "side": "right",
+            "range": [0, 1.3],
+            "tickvals": [0, 0.25, 0.5, 0.75, 1],
+            "tickformat": ".0%",
+            "showgrid": False,
+        }
+    figure.update_layout(**layout)
     return figure
 
 
-def heatmap_figure(evaluations: Sequence[Evaluation], criteria: Sequence[str] = ()) -> go.Figure:
+def heatmap_figure(
+    evaluations: Sequence[Evaluation], criteria: Sequence[str] = (), *, finished: bool = False
+) -> go.Figure:
     """Criterion × pass heatmap: pass, fail or not judged; regressions marked.
 
     A regression (passed in an earlier pass, failed in a later one) gets a ✗
     marker on the failing cell and a "regression" line in its hover text. Rows
     follow `criteria` (the rubric's order) when given, whatever order the grader used.
+    With nothing judged it says so: "yet" while the run goes on, not once it has `finished`.
     """
     names, rows = criterion_matrix(evaluations, criteria)
     if not names:
-        return _empty_figure("No criterion judged yet")
+        return _empty_figure(
+            _nothing_judged(evaluations, waiting="No criterion judged yet", finished=finished)
+        )
     gaps: dict[tuple[str, int], str] = {}
     for j, evaluation in enumerate(evaluations):
         for criterion in evaluation.get("criteria") or []:
@@ -301,12 +363,31 @@ def heatmap_figure(evaluations: Sequence[Evaluation], criteria: Sequence[str] = 
     return figure
 
 
-def pass_rate_figure(rates: Sequence[Mapping[str, Any]]) -> go.Figure:
-    """Per-criterion pass rates as horizontal bars (rows from `Store.criterion_pass_rates`)."""
+def sort_worst_first(rates: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Pass-rate rows, lowest pass rate first; ties keep their order (the rubric's).
+
+    Examples:
+        >>> rows = [{"criterion": "a", "pass_rate": 1.0}, {"criterion": "b", "pass_rate": 0.0},
+        ...         {"criterion": "c", "pass_rate": 0.5}]
+        >>> [r["criterion"] for r in sort_worst_first(rows)]
+        ['b', 'c', 'a']
+    """
+    return sorted(rates, key=lambda r: float(r.get("pass_rate") or 0.0))
+
+
+def pass_rate_figure(
+    rates: Sequence[Mapping[str, Any]], *, title: str = "Per-criterion pass rate (worst first)"
+) -> go.Figure:
+    """Per-criterion pass rates as horizontal bars, worst first, every bar labelled.
+
+    `rates` are `Store.criterion_pass_rates` rows. A 0 % criterion still gets its row
+    and its label (`0% (0/4)`): a label sits inside a long bar and beside a short one.
+    """
     if not rates:
         return _empty_figure("No judged criteria match these filters")
-    labels = [plain(short_label(r["criterion"])) for r in rates]
-    values = [float(r["pass_rate"] or 0.0) for r in rates]
+    ordered = sort_worst_first(rates)
+    labels = [plain(short_label(r["criterion"])) for r in ordered]
+    values = [float(r["pass_rate"] or 0.0) for r in ordered]
     figure = go.Figure(
         go.Bar(
             x=values,
@@ -314,19 +395,22 @@ def pass_rate_figure(rates: Sequence[Mapping[str, Any]]) -> go.Figure:
             orientation="h",
             text=[
                 f"{v:.0%} ({int(r['passed'])}/{int(r['total'])})"
-                for v, r in zip(values, rates, strict=True)
+                for v, r in zip(values, ordered, strict=True)
             ],
-            textposition="auto",
-            hovertext=[plain(r["criterion"]) for r in rates],
-            marker_color="#1976d2",
+            textposition=["inside" if v >= 0.6 else "outside" for v in values],
+            insidetextanchor="end",
+            cliponaxis=False,
+            hovertext=[plain(r["criterion"]) for r in ordered],
+            hoverinfo="text+x",
+            marker_color=["#c62828" if v < 0.5 else "#1976d2" for v in values],
         )
     )
     figure.update_layout(
-        height=max(200, 60 + 30 * len(rates)),
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        height=max(200, 70 + 30 * len(ordered)),
+        margin={"l": 10, "r": 30, "t": 30, "b": 10},
         xaxis={"range": [0, 1], "tickformat": ".0%", "title": "pass rate"},
         yaxis={"autorange": "reversed"},
-        title="Per-criterion pass rate",
+        title=title,
     )
     return figure
 

@@ -50,6 +50,7 @@ def parse_run_filters(
     status: str | None = None,
     since: dt.date | str | None = None,
     until: dt.date | str | None = None,
+    batch: str | None = None,
 ) -> RunFilters:
     """Validate the filter widgets into a `RunFilters`; "(any)" and blanks mean no filter.
 
@@ -63,6 +64,7 @@ def parse_run_filters(
         status: One of `schema.RUN_STATUSES`, or "(any)".
         since: First day, as a date or `YYYY-MM-DD`.
         until: Last day, as a date or `YYYY-MM-DD`.
+        batch: A batch id, or "(any)".
 
     Raises:
         InputError: An unknown status, a malformed date, or `since` after `until`.
@@ -70,6 +72,8 @@ def parse_run_filters(
     Examples:
         >>> parse_run_filters(status="(any)", since=dt.date(2025, 1, 2)).as_kwargs()
         {'since': '2025-01-02'}
+        >>> parse_run_filters(batch="batch-1a2b").batch_id
+        'batch-1a2b'
     """
     status = _chosen(status)
     if status is not None and status not in RUN_STATUSES:
@@ -88,6 +92,7 @@ def parse_run_filters(
         status=status,
         since=since_day.isoformat() if since_day else None,
         until=until_day.isoformat() if until_day else None,
+        batch_id=_chosen(batch),
     )
 
 

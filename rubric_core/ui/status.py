@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rubric_core.schema import RUN_STATUS_DESCRIPTIONS
 
-__all__ = ["status_badge", "status_level", "status_meaning"]
+__all__ = ["status_badge", "status_icon", "status_level", "status_meaning", "status_words"]
 
 _STATUS_ICONS: dict[str, str] = {
     "running": "⏳",
@@ -17,6 +17,40 @@ _STATUS_ICONS: dict[str, str] = {
     "error": "❌",
 }
 
+# Where Streamlit renders Markdown (alerts, expander and widget labels) a status shows a
+# Material icon, which needs no emoji font; table cells and select options stay plain text,
+# so they keep the emoji of `status_badge`.
+_MATERIAL_ICONS: dict[str, str] = {
+    "running": ":material/hourglass_top:",
+    "satisfied": ":material/check_circle:",
+    "needs_revision": ":material/edit_note:",
+    "failed": ":material/block:",
+    "grader_error": ":material/report:",
+    "max_iterations_reached": ":material/repeat:",
+    "interrupted": ":material/pause_circle:",
+    "error": ":material/error:",
+}
+
+
+def status_words(status: str | None) -> str:
+    """A status in words: `"max iterations reached"`.
+
+    Examples:
+        >>> status_words("grader_error"), status_words(None)
+        ('grader error', 'unknown')
+    """
+    return (status or "unknown").replace("_", " ")
+
+
+def status_icon(status: str | None) -> str:
+    """The Material icon of a status, as Streamlit spells it in Markdown and `icon=`.
+
+    Examples:
+        >>> status_icon("satisfied"), status_icon("bogus")
+        (':material/check_circle:', ':material/help:')
+    """
+    return _MATERIAL_ICONS.get(status or "", ":material/help:")
+
 
 def status_badge(status: str | None) -> str:
     """A short label for a run or pass status, e.g. `"✅ satisfied"`.
@@ -25,8 +59,7 @@ def status_badge(status: str | None) -> str:
         >>> status_badge("max_iterations_reached")
         '🔁 max iterations reached'
     """
-    name = status or "unknown"
-    return f"{_STATUS_ICONS.get(name, '•')} {name.replace('_', ' ')}"
+    return f"{_STATUS_ICONS.get(status or 'unknown', '•')} {status_words(status)}"
 
 
 def status_meaning(status: str | None) -> str:
