@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rubric_core.schema import RUN_STATUS_DESCRIPTIONS
 
-__all__ = ["status_badge", "status_level", "status_meaning"]
+__all__ = ["status_badge", "status_icon", "status_level", "status_meaning", "status_name"]
 
 _STATUS_ICONS: dict[str, str] = {
     "running": "⏳",
@@ -18,15 +18,50 @@ _STATUS_ICONS: dict[str, str] = {
 }
 
 
+_MATERIAL_ICONS: dict[str, str] = {
+    "running": ":material/hourglass_top:",
+    "satisfied": ":material/check_circle:",
+    "needs_revision": ":material/edit:",
+    "failed": ":material/block:",
+    "grader_error": ":material/warning:",
+    "max_iterations_reached": ":material/repeat:",
+    "interrupted": ":material/pause_circle:",
+    "error": ":material/error:",
+}
+"""Icons for alerts and expanders: Streamlit draws Material icons from its own font, so they
+show wherever the dashboard runs; emoji need a colour-emoji font the browser may lack."""
+
+
+def status_name(status: str | None) -> str:
+    """A status in words, e.g. `"max iterations reached"`.
+
+    Examples:
+        >>> status_name("grader_error"), status_name(None)
+        ('grader error', 'unknown')
+    """
+    return (status or "unknown").replace("_", " ")
+
+
+def status_icon(status: str | None) -> str:
+    """The Material icon of a status, for `icon=` of alerts and expanders.
+
+    Examples:
+        >>> status_icon("satisfied"), status_icon("bogus")
+        (':material/check_circle:', ':material/help:')
+    """
+    return _MATERIAL_ICONS.get(status or "", ":material/help:")
+
+
 def status_badge(status: str | None) -> str:
-    """A short label for a run or pass status, e.g. `"✅ satisfied"`.
+    """A short label for a run or pass status in plain text (tables, pickers), e.g. `"✅ satisfied"`.
+
+    Where Markdown is drawn, pages use `status_icon` and `status_name` instead.
 
     Examples:
         >>> status_badge("max_iterations_reached")
         '🔁 max iterations reached'
     """
-    name = status or "unknown"
-    return f"{_STATUS_ICONS.get(name, '•')} {name.replace('_', ' ')}"
+    return f"{_STATUS_ICONS.get(status or 'unknown', '•')} {status_name(status)}"
 
 
 def status_meaning(status: str | None) -> str:
