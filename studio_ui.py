@@ -218,7 +218,7 @@ def model_picker(
         # No bounds on the widget: a bounded input keeps sending its last valid value while
         # it shows an out-of-range one; model_choice names the problem instead.
         latency = latency_col.number_input(
-            "Seconds per call", value=0.0, step=0.5, format="%.1f",
+            "Delay (s)", value=0.0, step=0.5, format="%.1f",
             key=f"{key}_{role}_latency", persist_state=PERSIST,
             help="Replay models answer at once; a delay per call (0 to 60 s) lets you "
             "watch each pass arrive and try Stop.",
