@@ -34,8 +34,9 @@ from studio_ui import (
 )
 
 NEW = "+ New rubric"
+# The editor's fields: emptied for a new rubric, so nothing of the previous one is saved on it.
+# (Comments, not docstrings: Streamlit's magic would draw a bare string on the page.)
 EDITOR_KEYS = ("rubric_name", "rubric_text", "rubric_tags", "rubric_note")
-"""The editor's fields: emptied for a new rubric, so nothing of the previous one is saved on it."""
 
 store = get_store()
 state = st.session_state
@@ -70,6 +71,7 @@ def try_demo() -> None:
         return
     run_registry().add_run(handle)
     state["run_watch"] = handle.run_id
+    state["run_demo_view"] = True  # the Run page draws it above the form, where one lands
     state["run_flash"] = (
         "success",
         f"Demo run #{handle.run_id} started: the {DEMO_SCENARIO!r} scenario, replaying "
@@ -247,7 +249,7 @@ with editor:
     )  # fmt: skip
     if choice == NEW:
         st.text_input("Name", key="rubric_name", placeholder="e.g. haiku", persist_state=PERSIST)
-    template_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
+    template_col, button_col = st.columns([2, 1], vertical_alignment="bottom")
     template_col.selectbox(
         "Start from a template", list(templates), key="rubric_template", persist_state=PERSIST
     )

@@ -53,6 +53,15 @@ if st.toggle(
     grade_output_form(store, scenarios, key="grade_one")
     st.stop()
 
+# After "Try it" the demo run is drawn here, above the form, where the person lands; the form
+# below holds the demo's settings. A run of their own is drawn below the Launch button.
+live_slot = st.container() if st.session_state.get("run_demo_view") else None
+if live_slot is not None:
+    live_slot.caption(
+        "The demo's settings are filled in the form below the run: change them and press "
+        "Launch run to start your own."
+    )
+
 
 def _use_scenario() -> None:
     """Save the chosen replay scenario's rubric and fill the form with its input and tools."""
@@ -101,7 +110,7 @@ with st.expander(
 
 # Messages that come and go sit in containers drawn on every run, so the widgets below keep
 # their place in the page: a shifted widget shows twice while the page redraws.
-flash_slot = st.container()
+flash_slot = live_slot if live_slot is not None else st.container()
 flash = st.session_state.pop("run_flash", None)
 if flash:
     (flash_slot.success if flash[0] == "success" else flash_slot.error)(flash[1])
@@ -203,34 +212,44 @@ elif launch:
     else:
         registry.add_run(handle)
         st.session_state["run_watch"] = handle.run_id
+        st.session_state["run_demo_view"] = False
 
 # ------------------------------------------------------------------ the live view
 
-active = registry.active_runs()
-watch = st.session_state.get("run_watch")
-if watch is None and active:
-    watch = active[0]
-if watch is None:
-    st.stop()
 
-st.divider()
-if len(active) > 1 or (active and watch not in active):
-    recent = [watch, *(run_id for run_id in active if run_id != watch)]
-    watch = st.selectbox(
-        "Watching",
-        recent,
-        format_func=lambda run_id: run_label(store.get_run(run_id)),
-        key="run_watch_pick",
-    )
-    st.session_state["run_watch"] = watch
+def watched_run() -> tuple[int, bool] | None:
+    """The run to watch (picked among several when more run) and whether it is running."""
+    active = registry.active_runs()
+    watch = st.session_state.get("run_watch")
+    if watch is None and active:
+        watch = active[0]
+    if watch is None:
+        return None
+    st.divider()
+    if len(active) > 1 or (active and watch not in active):
+        recent = [watch, *(run_id for run_id in active if run_id != watch)]
+        watch = st.selectbox(
+            "Watching",
+            recent,
+            format_func=lambda run_id: run_label(store.get_run(run_id)),
+            key="run_watch_pick",
+        )
+        st.session_state["run_watch"] = watch
+    try:
+        return watch, store.get_run(watch)["status"] == "running"
+    except StoreError as exc:
+        if exc.kind != "invalid":  # an unknown run id; any other fault is shown by the frame
+            raise
+        st.session_state.pop("run_watch", None)  # a run of another database (reopened or replaced)
+        return None
 
-try:
-    running_now = store.get_run(watch)["status"] == "running"
-except StoreError as exc:
-    if exc.kind != "invalid":  # an unknown run id; any other fault is shown by the frame
-        raise
-    st.session_state.pop("run_watch", None)  # a run of another database (reopened or replaced)
+
+watch_slot = live_slot if live_slot is not None else st.container()
+with watch_slot:
+    watched = watched_run()
+if watched is None:
     st.stop()
+watch, running_now = watched
 
 
 @st.fragment(run_every=LIVE_POLL_S if running_now else None)
@@ -267,4 +286,5 @@ def live_view(run_id: int) -> None:
         st.rerun()
 
 
-live_view(watch)
+with watch_slot:
+    live_view(watch)

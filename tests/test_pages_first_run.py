@@ -79,6 +79,9 @@ def test_try_it_runs_the_demo_slowly_and_opens_the_run_page_to_watch_it(app: App
         model = f"replay:{DEMO_SCENARIO}?latency_s={DEMO_LATENCY_S:g}"
         assert (run["agent_model"], run["grader_model"]) == (model, model)
         assert any(f"Demo run #{run_id} started" in s.value for s in app.success)
+        # The demo is drawn first, where the person lands, with the form below it.
+        assert app.main.caption[0].value.startswith("The demo's settings are filled in")
+        assert any(h.value == f"Run #{run_id} · haiku v1" for h in app.subheader)
         assert any("scripted response" in c.value for c in app.caption)
         # The form holds the demo, so the person can change it and launch their own.
         scenario = load_scenario(DEMO_SCENARIO)
