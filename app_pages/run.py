@@ -288,3 +288,5 @@ def live_view(run_id: int) -> None:
 
 with watch_slot:
     live_view(watch)
+    if live_slot is not None:
+        st.divider()  # the demo above, the form below
