@@ -205,7 +205,7 @@ def model_picker(
             st.session_state[f"{key}_{role}_scenario"] = (
                 default_scenario if default_scenario in names else names[0]
             )
-        scenario_col, latency_col = st.columns([3, 1], vertical_alignment="bottom")
+        scenario_col, latency_col = st.columns([3, 2], vertical_alignment="bottom")
         scenario = scenario_col.selectbox(
             "Replay scenario",
             names,

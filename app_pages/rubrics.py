@@ -249,7 +249,7 @@ with editor:
     )  # fmt: skip
     if choice == NEW:
         st.text_input("Name", key="rubric_name", placeholder="e.g. haiku", persist_state=PERSIST)
-    template_col, button_col = st.columns([2, 1], vertical_alignment="bottom")
+    template_col, button_col = st.columns([3, 2], vertical_alignment="bottom")
     template_col.selectbox(
         "Start from a template", list(templates), key="rubric_template", persist_state=PERSIST
     )

@@ -144,7 +144,7 @@ if mismatch:
             on_click=_use_scenario_models, args=(own,), key="run_use_own_scenario",
         )  # fmt: skip
 
-c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
+c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
 tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="run_tools", persist_state=PERSIST)
 # The default goes in `value=`, not in session state: without it the widget's own default is
 # what the browser falls back to whenever it mounts the input with no value of its own. No
