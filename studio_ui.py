@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from rubric_core.runs.background import RunRegistry, batch_progress
-from rubric_core.schema import BASE_URL_ENV, DEFAULT_MAX_ITERATIONS, MODEL_ENV, RUN_STATUSES
+from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, RUN_STATUSES
 from rubric_core.store import RunFilters, Store, StoreError, default_db_target
 from rubric_core.store.paths import is_postgres_url, redact_url
 from rubric_core.tools import TOOL_NAMES
@@ -41,19 +41,24 @@ from rubric_core.ui import (
     run_seconds,
     run_spec_rows,
     spec_error_hint,
-    status_badge,
     status_icon,
     status_level,
     status_meaning,
     status_words,
     store_error_message,
     timeline_figure,
+    token_pair,
     transcript_items,
     version_label,
 )
+from rubric_core.ui.forms import ScenarioForm
 
 STORE_ERRORS: tuple[type[BaseException], ...] = (StoreError, sqlite3.Error)
 """What a page catches around store calls; shown with `show_store_error`, never as a traceback."""
+
+PERSIST = "session"
+"""`persist_state` of a form's widgets: a value survives while another page is open (a run
+goes on while its person looks elsewhere, and comes back to the form as they left it)."""
 
 
 @st.cache_resource(show_spinner=False)
@@ -154,21 +159,29 @@ def show_plain(text: str | None, *, empty: str = "(empty)", height: int | None =
 # ---------------------------------------------------------------- shared widgets
 
 
-def rubric_version_picker(store: Store, *, key: str) -> dict | None:
-    """Pick a rubric and one of its versions; `None` (with a hint) when none is stored."""
+def rubric_version_picker(store: Store, *, key: str, persist: bool = False) -> dict | None:
+    """Pick a rubric and one of its versions; `None` (with a hint) when none is stored.
+
+    `persist` keeps the choice while another page is open (Streamlit's `persist_state`).
+    """
     rubrics = store.list_rubrics()
     if not rubrics:
-        st.info("No rubric is stored yet: write one on the Rubrics page first.", icon="📝")
+        st.info(
+            "No rubric is stored yet: write one on the Rubrics page first.",
+            icon=":material/edit_note:",
+        )
         return None
     names = [r["name"] for r in rubrics]
     if st.session_state.get(f"{key}_rubric") not in names:
         st.session_state[f"{key}_rubric"] = names[0]
-    name = st.selectbox("Rubric", names, key=f"{key}_rubric")
+    scope = PERSIST if persist else None
+    name = st.selectbox("Rubric", names, key=f"{key}_rubric", persist_state=scope)
     versions = list(reversed(store.rubric_versions(name)))  # newest first
     labels = {v["id"]: version_label(v) for v in versions}
     version_id = st.selectbox(
-        "Version", list(labels), format_func=labels.get, key=f"{key}_version_{name}"
-    )
+        "Version", list(labels), format_func=labels.get, key=f"{key}_version_{name}",
+        persist_state=scope,
+    )  # fmt: skip
     return next(v for v in versions if v["id"] == version_id)
 
 
@@ -187,6 +200,7 @@ def model_picker(
         format_func=MODEL_SOURCES.get,
         key=f"{key}_{role}_source",
         horizontal=True,
+        persist_state=PERSIST,
     )
     if source == "replay":
         names = [s["name"] for s in scenarios]
@@ -194,20 +208,31 @@ def model_picker(
             st.session_state[f"{key}_{role}_scenario"] = (
                 default_scenario if default_scenario in names else names[0]
             )
-        scenario = st.selectbox(
+        scenario_col, latency_col = st.columns([3, 2], vertical_alignment="bottom")
+        scenario = scenario_col.selectbox(
             "Replay scenario",
             names,
             format_func=lambda n: next(
                 (f"{n} — {s['title']}" for s in scenarios if s["name"] == n), n
             ),
             key=f"{key}_{role}_scenario",
+            persist_state=PERSIST,
         )
-        return model_choice("replay", scenario=scenario or "")
+        # No bounds on the widget: a bounded input keeps sending its last valid value while
+        # it shows an out-of-range one; model_choice names the problem instead.
+        latency = latency_col.number_input(
+            "Delay (s)", value=0.0, step=0.5, format="%.1f",
+            key=f"{key}_{role}_latency", persist_state=PERSIST,
+            help="Replay models answer at once; a delay per call (0 to 60 s) lets you "
+            "watch each pass arrive and try Stop.",
+        )  # fmt: skip
+        return model_choice("replay", scenario=scenario or "", latency_s=float(latency))
     if source == "provider":
         text = st.text_input(
             "Model (provider:model-id)",
             key=f"{key}_{role}_provider",
             placeholder="openai:gpt-4.1-mini",
+            persist_state=PERSIST,
         )
         return model_choice("provider", provider_string=text)
     # The presets go in `value=`: a default kept only in session state is not the widget's
@@ -217,37 +242,16 @@ def model_picker(
         value=os.environ.get(BASE_URL_ENV, ""),
         key=f"{key}_{role}_base_url",
         placeholder="http://127.0.0.1:8080/v1",
+        persist_state=PERSIST,
     )
     name = st.text_input(
         "Model name on that server",
         value=os.environ.get(MODEL_ENV, ""),
         key=f"{key}_{role}_base_url_model",
         placeholder="smollm2-135m",
+        persist_state=PERSIST,
     )
     return model_choice("base_url", base_url=url, base_url_model=name)
-
-
-def fill_form_from_scenario(store: Store, scenario: dict, *, key: str) -> str | None:
-    """Save a replay scenario's rubric and point a run form's fields at it; an error, or None.
-
-    Sets the form's rubric, grader tools, max iterations and both models (replay of that
-    scenario) under `{key}_...` keys, as the Run and Batch pages name their widgets. Call it
-    from a widget callback, before the widgets are drawn.
-    """
-    name = str(scenario["name"])
-    try:
-        store.save_rubric_version(name, scenario["rubric"], tags=["replay"], note="from scenario")
-    except STORE_ERRORS as exc:
-        return store_error_message(exc, db_label())
-    st.session_state[f"{key}_rubric"] = name
-    st.session_state[f"{key}_tools"] = [t for t in scenario["grader_tools"] if t in TOOL_NAMES]
-    st.session_state[f"{key}_max_iterations"] = int(
-        scenario.get("max_iterations") or DEFAULT_MAX_ITERATIONS
-    )
-    for role in ("agent", "grader"):
-        st.session_state[f"{key}_{role}_source"] = "replay"
-        st.session_state[f"{key}_{role}_scenario"] = name
-    return None
 
 
 def agent_and_grader_pickers(
@@ -274,6 +278,35 @@ def agent_and_grader_pickers(
     return choices[0], choices[1], errors
 
 
+def fill_run_form(store: Store, form: ScenarioForm, *, key: str = "run") -> dict:
+    """Save a scenario's rubric and put its fields in a run form; returns the version.
+
+    The fields are the Run page's (`key="run"`) or the Batch page's (`key="batch"`), which
+    name their widgets `{key}_...`.
+
+    Call it from a callback or from another page: a widget's value can be set only before
+    the widget is drawn in a script run.
+
+    Raises:
+        StoreError: The rubric could not be saved.
+    """
+    version = store.save_rubric_version(
+        form.scenario, form.rubric_text, tags=["replay"], note="from scenario"
+    )
+    state = st.session_state
+    state[f"{key}_rubric"] = form.scenario
+    state[f"{key}_version_{form.scenario}"] = version["id"]
+    state[f"{key}_input"] = form.input
+    state[f"{key}_tools"] = list(form.grader_tools)
+    state[f"{key}_max_iterations"] = form.max_iterations
+    state[f"{key}_agent_kind"] = form.agent_kind
+    for role in ("agent", "grader"):
+        state[f"{key}_{role}_source"] = "replay"
+        state[f"{key}_{role}_scenario"] = form.scenario
+        state[f"{key}_{role}_latency"] = form.latency_s
+    return version
+
+
 def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
     """The filters shared by Runs and Export; `None` after showing what is wrong with them.
 
@@ -297,7 +330,7 @@ def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
         help="Runs whose agent or grader used this model.",
     )  # fmt: skip
     status = c4.selectbox(
-        "Status", [ANY, *RUN_STATUSES], format_func=lambda s: s if s == ANY else status_badge(s),
+        "Status", [ANY, *RUN_STATUSES], format_func=lambda s: s if s == ANY else status_words(s),
         key=f"{key}_status",
     )  # fmt: skip
     b1, b2, b3 = st.columns([2, 1, 1])
@@ -330,19 +363,28 @@ def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
 def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key: str) -> None:
     """Status, numbers, the timeline and the heatmap of one run (live or stored)."""
     show_status(run["status"], error=run.get("error"))
-    m1, m2, m3, m4 = st.columns(4)
+    # The token pair is the widest value: its column gets more room, so it is not cut off
+    # at 1024 px, and in/out moved to the label, leaving the value two numbers.
+    m1, m2, m3, m4 = st.columns([1, 1, 1.6, 1])
     m1.metric("Grading passes", f"{len(evaluations)} / {run.get('max_iterations', '?')}")
     m2.metric("Seconds", f"{run_seconds(run):.1f}")
-    tokens_in = int(run.get("grader_input_tokens") or 0)
-    tokens_out = int(run.get("grader_output_tokens") or 0)
-    # The total as the value (an "in / out" value was cut off at 1440 px), the split beside it.
+    tokens_in, tokens_out = (
+        int(run.get("grader_input_tokens") or 0), int(run.get("grader_output_tokens") or 0),
+    )  # fmt: skip
     m3.metric(
-        "Grader tokens",
-        f"{tokens_in + tokens_out:,}",
-        help=f"{tokens_in:,} in (prompts and transcripts) / {tokens_out:,} out (verdicts)",
+        "Grader tokens (in / out)",
+        token_pair(tokens_in, tokens_out),
+        help=f"{tokens_in:,} input and {tokens_out:,} output tokens over every grading pass.",
     )
     regressions = find_regressions(evaluations)
     m4.metric("Regressions", len(regressions))
+    if not evaluations and run["status"] != "running":
+        st.info(
+            "No pass was graded: the run ended before the grader returned a verdict, so "
+            "there is no timeline or heatmap to draw.",
+            icon=":material/info:",
+        )
+        return
     left, right = st.columns([2, 3])
     finished = run["status"] != "running"
     left.plotly_chart(progress_figure(evaluations, finished=finished), key=f"{key}_timeline")
@@ -356,7 +398,7 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
             st.info(
                 f"keep=best: the answer handed back is the draft of {pass_label(kept)}, "
                 f"its best-scoring pass (score {float(run['score']):.2f}), not the last one.",
-                icon="🏆",
+                icon=":material/trophy:",
             )
         else:
             st.caption(f"Score of the answer handed back: {float(run['score']):.2f}")
@@ -366,7 +408,7 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
         st.warning(
             f"Regression: passed in {pass_label(from_pass)}, failed in {pass_label(to_pass)}: "
             f"{md_escape(one_line(name, 120))}",
-            icon="↩️",
+            icon=":material/undo:",
         )
 
 
@@ -378,23 +420,26 @@ def rubric_criteria(store: Store, run: dict) -> list[str]:
         return []
 
 
-def render_passes(evaluations: list[dict]) -> None:
+def render_passes(evaluations: list[dict], *, running: bool = True) -> None:
     """Each pass's verdict, explanation and gaps, as text."""
     if not evaluations:
-        st.caption("No grading pass stored yet.")
+        st.caption("No grading pass stored yet." if running else "No grading pass was stored.")
         return
     details = pass_details(evaluations)
     for index, detail in reversed(list(enumerate(details))):
         score = "" if detail["score"] is None else f" · score {detail['score']:.2f}"
         title = (
-            f"{detail['label']} · {status_icon(detail['result'])} {status_words(detail['result'])} · "
+            f"{detail['label']} · {status_words(detail['result'])} · "
             f"{detail['passed']}/{detail['total']} criteria{score} · {detail['duration_s']} s"
         )
-        with st.expander(title, expanded=index == len(details) - 1):
+        icon = status_icon(detail["result"])
+        with st.expander(title, expanded=index == len(details) - 1, icon=icon):
             st.caption("Grader's explanation")
             st.text(detail["explanation"] or "(none)")
             for regression in detail["regressions"]:
-                st.warning(f"Regressed: {md_escape(one_line(regression, 160))}", icon="↩️")
+                st.warning(
+                    f"Regressed: {md_escape(one_line(regression, 160))}", icon=":material/undo:"
+                )
             if detail["gaps"]:
                 st.caption("Gaps (what the grader asked to change)")
                 for criterion, gap in detail["gaps"]:
@@ -411,7 +456,7 @@ def render_transcript(store: Store, run_id: int) -> None:
         with st.chat_message(item["chat"], avatar=item["avatar"]):
             st.caption(item["speaker"])
             if item["is_grader"]:
-                st.info("Injected by the grader, not written by the user.", icon="⚖️")
+                st.info("Injected by the grader, not written by the user.", icon=":material/gavel:")
             if item["content"]:
                 st.text(item["content"])
             for call in item["tool_calls"]:
@@ -426,7 +471,7 @@ def render_run_detail(store: Store, run_id: int, *, key: str) -> None:
     render_run_overview(store, run, evaluations, key=key)
     passes, transcript, output, spec = st.tabs(["Passes", "Transcript", "Final output", "Spec"])
     with passes:
-        render_passes(evaluations)
+        render_passes(evaluations, running=run["status"] == "running")
     with transcript:
         render_transcript(store, run_id)
     with output:
@@ -762,7 +807,7 @@ def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     run = store.get_run(int(last))
     st.subheader(f"Graded run #{last} · {rubric_label(run)}")
     show_status(run["status"], error=run.get("error"))
-    render_passes(store.run_evaluations(int(last)))
+    render_passes(store.run_evaluations(int(last)), running=run["status"] == "running")
     point_review_at(version, None)
     st.page_link(
         "app_pages/runs.py", label=f"Open run #{last}", icon=":material/history:",

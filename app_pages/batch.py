@@ -40,11 +40,14 @@ from rubric_core.ui import (
     score_bins,
     spec_error_hint,
     status_badge,
+    store_error_message,
 )
+from rubric_core.ui.forms import scenario_form
 from studio_ui import (
     STORE_ERRORS,
     agent_and_grader_pickers,
-    fill_form_from_scenario,
+    db_label,
+    fill_run_form,
     get_store,
     graded_batch_form,
     rubric_criteria,
@@ -80,9 +83,10 @@ def _use_scenario() -> None:
     scenario = scenario_by_name.get(st.session_state.get("batch_scenario_helper"))
     if scenario is None:
         return
-    error = fill_form_from_scenario(store, scenario, key="batch")
-    if error:
-        st.session_state["batch_flash"] = ("error", error)
+    try:
+        fill_run_form(store, scenario_form(scenario, tool_names=TOOL_NAMES), key="batch")
+    except STORE_ERRORS as exc:
+        st.session_state["batch_flash"] = ("error", store_error_message(exc, db_label()))
         return
     st.session_state["batch_demo"] = scenario["name"]
     st.session_state["batch_flash"] = (

@@ -6,25 +6,28 @@ import streamlit as st
 
 from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
 from rubric_core.runs import RunSpec, SpecError, start_run
-from rubric_core.schema import (
-    AGENT_KINDS,
-    DEFAULT_MAX_ITERATIONS,
-    KEEP_CHOICES,
-    MAX_ITERATIONS_LIMIT,
-)
+from rubric_core.schema import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, KEEP_CHOICES, REPLAY_PREFIX
 from rubric_core.store import StoreError
 from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
     InputError,
     combine_models,
-    replay_scenario_mismatch,
+    matching_scenario,
     rubric_label,
     run_label,
     spec_error_hint,
 )
+from rubric_core.ui.forms import (
+    max_iterations_problem,
+    replay_mismatch_problem,
+    scenario_for_rubric,
+    scenario_form,
+)
 from studio_ui import (
+    PERSIST,
     STORE_ERRORS,
     agent_and_grader_pickers,
+    fill_run_form,
     get_store,
     grade_output_form,
     render_passes,
@@ -36,6 +39,7 @@ from studio_ui import (
 )
 
 LIVE_POLL_S = 1.0
+REPLAY_ROLES = ("agent_model", "grader_model")
 
 store = get_store()
 registry = run_registry()
@@ -43,9 +47,20 @@ scenarios = list_scenarios()
 scenario_by_name = {s["name"]: s for s in scenarios}
 
 st.title("Run")
-if st.toggle("Grade an output you already have (no agent)", key="run_graded"):
+if st.toggle(
+    "Grade an output you already have (no agent)", key="run_graded", persist_state=PERSIST
+):
     grade_output_form(store, scenarios, key="grade_one")
     st.stop()
+
+# After "Try it" the demo run is drawn here, above the form, where the person lands; the form
+# below holds the demo's settings. A run of their own is drawn below the Launch button.
+live_slot = st.container() if st.session_state.get("run_demo_view") else None
+if live_slot is not None:
+    live_slot.caption(
+        "The demo's settings are filled in the form below the run: change them and press "
+        "Launch run to start your own."
+    )
 
 
 def _use_scenario() -> None:
@@ -55,27 +70,29 @@ def _use_scenario() -> None:
     if scenario is None:
         return
     try:
-        store.save_rubric_version(name, scenario["rubric"], tags=["replay"], note="from scenario")
+        fill_run_form(store, scenario_form(scenario, tool_names=TOOL_NAMES))
     except STORE_ERRORS as exc:
         st.session_state["run_flash"] = ("error", str(exc))
         return
-    st.session_state["run_rubric"] = name
-    st.session_state["run_input"] = scenario["input"]
-    st.session_state["run_tools"] = [t for t in scenario["grader_tools"] if t in TOOL_NAMES]
-    st.session_state["run_max_iterations"] = int(
-        scenario.get("max_iterations") or DEFAULT_MAX_ITERATIONS
-    )
-    st.session_state["run_agent_kind"] = scenario.get("agent_kind") or "basic"
-    for role in ("agent", "grader"):
-        st.session_state[f"run_{role}_source"] = "replay"
-        st.session_state[f"run_{role}_scenario"] = name
     st.session_state["run_flash"] = (
         "success",
         f"Loaded scenario {name!r}: rubric, input and tools.",
     )
 
 
-with st.expander("Offline demo: load a replay scenario", expanded=not store.list_rubrics()):
+def _use_scenario_models(name: str) -> None:
+    """Point both models at the replay scenario whose rubric is the chosen one."""
+    for role in ("agent", "grader"):
+        st.session_state[f"run_{role}_source"] = "replay"
+        st.session_state[f"run_{role}_scenario"] = name
+
+
+# Open on a first visit with no rubric, then stay as the person leaves it: an `expanded`
+# that followed the store would fold the loader away right after its first use.
+st.session_state.setdefault("run_demo_open", not store.list_rubrics())
+with st.expander(
+    "Offline demo: load a replay scenario", expanded=st.session_state["run_demo_open"]
+):
     st.caption(
         "Replay models play back a scenario's scripted turns (no network, no API key). Their "
         "verdicts are written for the scenario's own rubric, so load it together with its input."
@@ -91,119 +108,148 @@ with st.expander("Offline demo: load a replay scenario", expanded=not store.list
     )
     helper_button.button("Use scenario", on_click=_use_scenario, key="run_use_scenario")
 
+# Messages that come and go sit in containers drawn on every run, so the widgets below keep
+# their place in the page: a shifted widget shows twice while the page redraws.
+flash_slot = live_slot if live_slot is not None else st.container()
 flash = st.session_state.pop("run_flash", None)
 if flash:
-    (st.success if flash[0] == "success" else st.error)(flash[1])
+    (flash_slot.success if flash[0] == "success" else flash_slot.error)(flash[1])
 
-version = rubric_version_picker(store, key="run")
+version = rubric_version_picker(store, key="run", persist=True)
 if version is None:
     st.stop()
 with st.expander(f"{len(version['criteria'])} criteria of {version['name']} v{version['version']}"):
     for number, criterion in enumerate(version["criteria"], start=1):
         st.text(f"{number}. {criterion}")
 
-text = st.text_area("Input (the request to the agent)", key="run_input", height=120)
-
-agent_choice, grader_choice, errors = agent_and_grader_pickers(
-    key="run", scenarios=scenarios, default_scenario=DEFAULT_REPLAY_SCENARIO
+text = st.text_area(
+    "Input (the request to the agent)", key="run_input", height=120, persist_state=PERSIST
 )
 
-for choice in (agent_choice, grader_choice):
-    mismatch = replay_scenario_mismatch(choice[0] if choice else "", scenarios, version["criteria"])
-    if mismatch:
-        st.warning(
-            f"The replay scenario {mismatch!r} scripts verdicts for its own rubric, not for "
-            f"{version['name']} v{version['version']}; its grader will not match these criteria. "
-            "Use “Offline demo: load a replay scenario” above to load the matching rubric.",
-            icon=":material/replay:",
-        )
-        break
+agent_choice, grader_choice, errors = agent_and_grader_pickers(
+    key="run",
+    scenarios=scenarios,
+    default_scenario=matching_scenario(scenarios, version["criteria"], DEFAULT_REPLAY_SCENARIO),
+)
+models = {role: choice[0] for role, choice in (("agent", agent_choice), ("grader", grader_choice))
+          if choice}  # fmt: skip
+mismatch = replay_mismatch_problem(models, scenarios, version)
+mismatch_slot = st.container()
+if mismatch:
+    mismatch_slot.error(mismatch, icon=":material/replay:")
+    own = scenario_for_rubric(scenarios, version["criteria"])
+    if own:
+        mismatch_slot.button(
+            f"Use the replay scenario {own!r} for both models",
+            on_click=_use_scenario_models, args=(own,), key="run_use_own_scenario",
+        )  # fmt: skip
 
-c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
-tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="run_tools")
+c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
+tools = c1.multiselect("Grader tools", list(TOOL_NAMES), key="run_tools", persist_state=PERSIST)
 # The default goes in `value=`, not in session state: without it the widget's own default is
-# min_value (1), which the browser falls back to whenever it mounts the input with no value
-# of its own, and then sends back, silently turning the run into a single pass.
+# what the browser falls back to whenever it mounts the input with no value of its own. No
+# bounds: a bounded input shows an out-of-range number in red while it keeps sending the
+# last valid one, so Launch would use a number the person no longer sees. The page checks.
 max_iterations = c2.number_input(
-    "Max iterations", min_value=1, max_value=MAX_ITERATIONS_LIMIT, step=1,
-    value=DEFAULT_MAX_ITERATIONS, key="run_max_iterations",
+    "Max iterations", step=1, value=DEFAULT_MAX_ITERATIONS, key="run_max_iterations",
+    persist_state=PERSIST,
 )  # fmt: skip
-agent_kind = c3.radio("Agent kind", list(AGENT_KINDS), key="run_agent_kind", horizontal=True)
+agent_kind = c3.radio(
+    "Agent kind", list(AGENT_KINDS), key="run_agent_kind", horizontal=True, persist_state=PERSIST
+)
 keep = c4.radio(
-    "Keep", list(KEEP_CHOICES), key="run_keep", horizontal=True,
+    "Keep", list(KEEP_CHOICES), key="run_keep", horizontal=True, persist_state=PERSIST,
     help="When the run ends unmet: hand back the last draft, or the best-scoring pass's.",
 )  # fmt: skip
 with st.expander("System prompts (optional)"):
     grader_prompt = st.text_area(
-        "Grader system prompt", key="run_grader_prompt", placeholder="(the middleware's default)"
-    )
+        "Grader system prompt", key="run_grader_prompt", persist_state=PERSIST,
+        placeholder="(the middleware's default)",
+    )  # fmt: skip
     agent_prompt = st.text_area(
-        "Agent system prompt", key="run_agent_prompt", placeholder="(the framework's default)"
-    )
+        "Agent system prompt", key="run_agent_prompt", persist_state=PERSIST,
+        placeholder="(the framework's default)",
+    )  # fmt: skip
 
-if st.button("Launch run", type="primary", key="run_launch"):
-    if agent_choice and grader_choice:
-        try:
-            agent_spec, grader_spec, base_url = combine_models(agent_choice, grader_choice)
-        except InputError as exc:
-            errors.append(str(exc))
-    if errors:
-        for message in errors:
-            st.error(message)
+if agent_choice and grader_choice:
+    try:
+        agent_spec, grader_spec, base_url = combine_models(agent_choice, grader_choice)
+    except InputError as exc:
+        errors.append(str(exc))
+if problem := max_iterations_problem(max_iterations):
+    errors.append(problem)
+if mismatch:
+    errors.append("Launch is blocked: the replay models do not belong to this rubric (above).")
+blocked_slot = st.container()
+for message in errors:
+    blocked_slot.error(message)
+
+# Launch stays clickable: a click that lands while a field is being fixed would be lost on a
+# disabled button. With something in the way it launches nothing and says so.
+launch = st.button("Launch run", type="primary", key="run_launch")
+if launch and errors:
+    blocked_slot.error("Not launched: fix what is shown above first.", icon=":material/block:")
+elif launch:
+    spec = RunSpec(
+        rubric_version_id=int(version["id"]),
+        input=text,
+        agent_model=agent_spec,
+        grader_model=grader_spec,
+        grader_tools=tuple(tools),
+        max_iterations=int(max_iterations),
+        agent_kind=agent_kind,
+        agent_system_prompt=agent_prompt.strip() or None,
+        grader_system_prompt=grader_prompt.strip() or None,
+        base_url=base_url,
+        keep=keep,
+    )
+    try:
+        handle = start_run(store, spec)
+    except SpecError as exc:
+        st.error(f"Not started: {spec_error_hint(str(exc))}")
+    except STORE_ERRORS as exc:
+        show_store_error(exc)
     else:
-        spec = RunSpec(
-            rubric_version_id=int(version["id"]),
-            input=text,
-            agent_model=agent_spec,
-            grader_model=grader_spec,
-            grader_tools=tuple(tools),
-            max_iterations=int(max_iterations),
-            agent_kind=agent_kind,
-            agent_system_prompt=agent_prompt.strip() or None,
-            grader_system_prompt=grader_prompt.strip() or None,
-            base_url=base_url,
-            keep=keep,
-        )
-        try:
-            handle = start_run(store, spec)
-        except SpecError as exc:
-            st.error(f"Not started: {spec_error_hint(str(exc))}")
-        except STORE_ERRORS as exc:
-            show_store_error(exc)
-        else:
-            registry.add_run(handle)
-            st.session_state["run_watch"] = handle.run_id
-elif errors:
-    for message in errors:
-        st.error(message)
+        registry.add_run(handle)
+        st.session_state["run_watch"] = handle.run_id
+        st.session_state["run_demo_view"] = False
 
 # ------------------------------------------------------------------ the live view
 
-active = registry.active_runs()
-watch = st.session_state.get("run_watch")
-if watch is None and active:
-    watch = active[0]
-if watch is None:
-    st.stop()
 
-st.divider()
-if len(active) > 1 or (active and watch not in active):
-    recent = [watch, *(run_id for run_id in active if run_id != watch)]
-    watch = st.selectbox(
-        "Watching",
-        recent,
-        format_func=lambda run_id: run_label(store.get_run(run_id)),
-        key="run_watch_pick",
-    )
-    st.session_state["run_watch"] = watch
+def watched_run() -> tuple[int, bool] | None:
+    """The run to watch (picked among several when more run) and whether it is running."""
+    active = registry.active_runs()
+    watch = st.session_state.get("run_watch")
+    if watch is None and active:
+        watch = active[0]
+    if watch is None:
+        return None
+    st.divider()
+    if len(active) > 1 or (active and watch not in active):
+        recent = [watch, *(run_id for run_id in active if run_id != watch)]
+        watch = st.selectbox(
+            "Watching",
+            recent,
+            format_func=lambda run_id: run_label(store.get_run(run_id)),
+            key="run_watch_pick",
+        )
+        st.session_state["run_watch"] = watch
+    try:
+        return watch, store.get_run(watch)["status"] == "running"
+    except StoreError as exc:
+        if exc.kind != "invalid":  # an unknown run id; any other fault is shown by the frame
+            raise
+        st.session_state.pop("run_watch", None)  # a run of another database (reopened or replaced)
+        return None
 
-try:
-    running_now = store.get_run(watch)["status"] == "running"
-except StoreError as exc:
-    if exc.kind != "invalid":  # an unknown run id; any other fault is shown by the frame
-        raise
-    st.session_state.pop("run_watch", None)  # a run of another database (reopened or replaced)
+
+watch_slot = live_slot if live_slot is not None else st.container()
+with watch_slot:
+    watched = watched_run()
+if watched is None:
     st.stop()
+watch, running_now = watched
 
 
 @st.fragment(run_every=LIVE_POLL_S if running_now else None)
@@ -216,6 +262,11 @@ def live_view(run_id: int) -> None:
         show_store_error(exc)
         return
     st.subheader(f"Run #{run_id} · {rubric_label(run)}")
+    if any(str(run.get(role) or "").startswith(REPLAY_PREFIX) for role in REPLAY_ROLES):
+        st.caption(
+            ":material/replay: Replay models: every reply is a scripted response played back "
+            "from the scenario's file, not a language model's (no network, no key)."
+        )
     handle = registry.run(run_id)
     if run["status"] == "running":
         st.caption(
@@ -226,7 +277,7 @@ def live_view(run_id: int) -> None:
             handle.stop()
             st.toast(f"Stopping run #{run_id} before the agent's next model call.")
     render_run_overview(store, run, evaluations, key=f"live_{run_id}")
-    render_passes(evaluations)
+    render_passes(evaluations, running=run["status"] == "running")
     if run["status"] != "running":
         st.caption("Final output")
         show_plain(run.get("final_output"), empty="(no final output)")
@@ -235,4 +286,7 @@ def live_view(run_id: int) -> None:
         st.rerun()
 
 
-live_view(watch)
+with watch_slot:
+    live_view(watch)
+    if live_slot is not None:
+        st.divider()  # the demo above, the form below

@@ -90,8 +90,9 @@ def main() -> int:
                 for width in WIDTHS:
                     context = browser.new_context(viewport={"width": width, "height": 2400})
                     page = context.new_page()
-                    for name in page_paths():
-                        page.goto(f"{base}/{name}")
+                    for index, name in enumerate(page_paths()):
+                        # The default (first) page lives at "/": its own path is "not found".
+                        page.goto(f"{base}/{name if index else ''}")
                         page.wait_for_selector('[data-testid="stMain"]', timeout=30_000)
                         settle(page)
                         path = args.out / f"{name}-{width}.png"

@@ -120,7 +120,7 @@ def test_rubrics_parses_as_you_type_warns_about_tools_and_saves_versions(app: Ap
 
 def test_rubrics_template_fills_the_editor(app: AppTest) -> None:
     app.selectbox(key="rubric_template").set_value("Haiku")
-    app.button[0].click()  # "Use template"
+    app.button(key="rubric_use_template").click()  # the Try-it button now comes first
     app.run()
     assert "syllables" in app.text_area(key="rubric_text").value
     assert any(text.startswith("1. ") for text in _texts(app))

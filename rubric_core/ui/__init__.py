@@ -63,6 +63,7 @@ from rubric_core.ui.format import (
     page_count,
     page_window,
     progress,
+    token_pair,
 )
 from rubric_core.ui.models import (
     MODEL_SOURCES,
@@ -222,6 +223,7 @@ __all__ = [
     "step",
     "store_error_message",
     "timeline_figure",
+    "token_pair",
     "transcript_items",
     "verdict_mark",
     "verdict_word",

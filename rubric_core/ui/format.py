@@ -20,6 +20,8 @@ __all__ = [
     "page_window",
     "progress",
     "rounded",
+    "short_count",
+    "token_pair",
 ]
 
 DEFAULT_PAGE_SIZE = 25
@@ -161,3 +163,27 @@ def expand_counts(counts: Mapping[int, int]) -> list[int]:
         [1, 1, 3]
     """
     return [value for value, count in sorted(counts.items()) for _ in range(int(count))]
+
+
+def short_count(value: int) -> str:
+    """A count short enough for a metric: `1,506`, `123k`, `4.2M`.
+
+    Examples:
+        >>> short_count(1506), short_count(123_456), short_count(4_200_000)
+        ('1,506', '123k', '4.2M')
+    """
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.1f}M"
+    if value >= 100_000:
+        return f"{value // 1000}k"
+    return f"{value:,}"
+
+
+def token_pair(tokens_in: int, tokens_out: int) -> str:
+    """Input and output tokens as one metric value, `"1,506 / 16"`.
+
+    Examples:
+        >>> token_pair(1506, 16), token_pair(250_000, 1_200)
+        ('1,506 / 16', '250k / 1,200')
+    """
+    return f"{short_count(tokens_in)} / {short_count(tokens_out)}"

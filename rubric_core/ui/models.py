@@ -11,6 +11,7 @@ from rubric_core.rubric import parse_rubric
 from rubric_core.schema import REPLAY_PREFIX
 
 __all__ = [
+    "MAX_REPLAY_LATENCY_S",
     "MODEL_SOURCES",
     "ModelsMode",
     "combine_models",
@@ -69,14 +70,21 @@ def models_mode(key_status: Iterable[Mapping[str, Any]], base_url: str | None = 
     return ModelsMode(False, (), None, summary)
 
 
-def replay_spec(scenario: str) -> str:
-    """The model string for a replay scenario.
+MAX_REPLAY_LATENCY_S = 60.0
+"""The longest delay per call a replay model takes (`replay:<name>?latency_s=`)."""
+
+
+def replay_spec(scenario: str, latency_s: float = 0.0) -> str:
+    """The model string for a replay scenario, with its delay per call when there is one.
 
     Examples:
         >>> replay_spec("haiku")
         'replay:haiku'
+        >>> replay_spec("haiku", latency_s=1.0)
+        'replay:haiku?latency_s=1'
     """
-    return f"{REPLAY_PREFIX}{scenario}"
+    spec = f"{REPLAY_PREFIX}{scenario}"
+    return f"{spec}?latency_s={latency_s:g}" if latency_s else spec
 
 
 def model_choice(
@@ -86,12 +94,15 @@ def model_choice(
     provider_string: str = "",
     base_url: str = "",
     base_url_model: str = "",
+    latency_s: float = 0.0,
 ) -> tuple[str, str | None]:
     """Turn one model picker of the Run page into `(model_spec, base_url)`.
 
     Args:
         source: `"replay"`, `"provider"` or `"base_url"` (see `MODEL_SOURCES`).
         scenario: The replay scenario's name (source `"replay"`).
+        latency_s: Seconds each replay call waits (source `"replay"`), 0 to 60, so a
+            person can watch the passes arrive.
         provider_string: `"provider:model-id"` (source `"provider"`).
         base_url: OpenAI-compatible endpoint (source `"base_url"`).
         base_url_model: Model name to request from that endpoint.
@@ -102,6 +113,8 @@ def model_choice(
     Examples:
         >>> model_choice("replay", scenario="haiku")
         ('replay:haiku', None)
+        >>> model_choice("replay", scenario="haiku", latency_s=1.5)
+        ('replay:haiku?latency_s=1.5', None)
         >>> model_choice("base_url", base_url="http://127.0.0.1:8080/v1", base_url_model="m")
         ('openai-compatible:m', 'http://127.0.0.1:8080/v1')
     """
@@ -109,7 +122,10 @@ def model_choice(
         if not scenario.strip():
             msg = "pick a replay scenario"
             raise InputError(msg)
-        return replay_spec(scenario.strip()), None
+        if not 0 <= latency_s <= MAX_REPLAY_LATENCY_S:
+            msg = f"seconds per call must be from 0 to {MAX_REPLAY_LATENCY_S:g}, got {latency_s:g}"
+            raise InputError(msg)
+        return replay_spec(scenario.strip(), latency_s), None
     if source == "provider":
         spec = provider_string.strip()
         provider, sep, model_id = spec.partition(":")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rubric_core.rubric import CriterionSpec, RubricError, parse_criteria
+from rubric_core.rubric import CriterionSpec, RubricError, validate_criteria
 from rubric_core.ui.format import format_timestamp
 from rubric_core.ui.passes import draft_diff
 
@@ -138,7 +138,9 @@ def criteria_preview(text: str) -> tuple[list[dict[str, Any]], str | None]:
     Each row has `#`, `criterion`, `weight` (`-5 (penalty)` for a penalty), `check`
     (the code check that decides it, `judge` when the grader does) and `marks`, the
     suffix the page prints after the name: empty for a judged criterion of weight 1.
-    A malformed line gives no rows and the error naming it.
+    A malformed line gives no rows and the error naming it; so does a rubric past the
+    limits Save enforces (`validate_criteria`), checked before anything is parsed or
+    drawn: a pasted 200 KB text is one error, not a thousand rows.
 
     Examples:
         >>> rows, error = criteria_preview("- [3] Cites the date\\n- Three lines {lines == 3}")
@@ -148,9 +150,15 @@ def criteria_preview(text: str) -> tuple[list[dict[str, Any]], str | None]:
         ['  · weight 3', '  · ⚙ {lines == 3}']
         >>> criteria_preview("- [0] Nothing")[1]
         "line 1 ('- [0] Nothing'): weight [0] counts for nothing; use 1 to 100, or -1 to -100 for a penalty"
+        >>> criteria_preview("- x" * 10_000)[1].split(".")[0]
+        'rubric is 30,000 characters; the limit is 20,000'
+        >>> criteria_preview("   ")
+        ([], None)
     """
+    if not text.strip():
+        return [], None
     try:
-        criteria = parse_criteria(text)
+        criteria = validate_criteria(text)
     except RubricError as exc:
         return [], str(exc)
     rows = [

@@ -53,7 +53,9 @@ def status_icon(status: str | None) -> str:
 
 
 def status_badge(status: str | None) -> str:
-    """A short label for a run or pass status, e.g. `"✅ satisfied"`.
+    """A short label for a run or pass status in plain text (tables, pickers), e.g. `"✅ satisfied"`.
+
+    Where Markdown is drawn, pages use `status_icon` and `status_words` instead.
 
     Examples:
         >>> status_badge("max_iterations_reached")
