@@ -441,7 +441,7 @@ def _flag(value: Any) -> str:
     return "" if value is None else ("true" if value else "false")
 
 
-def _criteria_lines(passes: Generator[_Pass, None, None]) -> Iterator[list[str]]:
+def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str], None, None]:
     """The `criteria` dataset's CSV lines, one list per pass.
 
     Byte for byte what `csv.writer` writes for `_criteria_row` after `neutralise_cell`
@@ -490,7 +490,9 @@ def _label_cells(label: Label) -> str:
     return f"{_flag(human)},{_cell(reviewer)},{_cell(note)}"
 
 
-def _runs_lines(batches: Generator[list[tuple[Any, ...]], None, None]) -> Iterator[list[str]]:
+def _runs_lines(
+    batches: Generator[list[tuple[Any, ...]], None, None],
+) -> Generator[list[str], None, None]:
     """The `runs` dataset's CSV lines, one list per fetched batch."""
     try:
         for batch in batches:

@@ -18,7 +18,7 @@ import datetime as dt
 import json
 import logging
 import socket
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -33,7 +33,7 @@ __all__ = ["Dialect", "SQLBackend", "Tx", "now_iso", "parse_iso", "returned_id"]
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
-SnapshotStream = Callable[[str, Sequence[Any], int], Iterator[list[tuple[Any, ...]]]]
+SnapshotStream = Callable[[str, Sequence[Any], int], Generator[list[tuple[Any, ...]], None, None]]
 """`stream(sql, params, size)` inside `SQLBackend.snapshot`: batches of `size` tuples."""
 
 _RUN_COLUMNS = """
