@@ -3,13 +3,13 @@
 The baseline is `tests/export_reference.py`: one joined query, `csv.writer`, every cell
 neutralised on its own (the export before issue 12, with the columns and the formula rule
 added since, so both sides write the same bytes). The new path is `rubric_core.export`:
-two cursors in one read snapshot, each pass's cells quoted once. Runs alternate between
-the two (interleaved), so machine load hits both alike; the ratio is the figure to trust.
+three cursors (passes, verdicts, labels) in one read snapshot, each pass's cells quoted
+once. Runs alternate between the two (interleaved), so machine load hits both alike; the
+ratio is the figure to trust.
 Every timed run's bytes are hashed and compared, and peak Python memory is measured at
 two store sizes to show it stays flat.
 
-    python bench/generate_store.py   # not needed: this script generates its own stores
-    python bench/bench_export.py [--runs 20000] [--repeats 3]
+    python bench/bench_export.py [--runs 20000] [--repeats 3] [--data-dir D --keep]
 """
 
 from __future__ import annotations
@@ -82,11 +82,14 @@ def _peak(fn: Callable[[Store, io.TextIOBase], int], store: Store) -> int:
         tracemalloc.stop()
 
 
-def run(*, runs: int, passes: int, criteria: int, repeats: int, data_dir: Path) -> str:
-    big_path = generate(data_dir / "export-big.db", runs=runs, passes=passes, criteria=criteria)
-    small_path = generate(
-        data_dir / "export-small.db", runs=max(1, runs // 10), passes=passes, criteria=criteria
-    )
+def run(
+    *, runs: int, passes: int, criteria: int, repeats: int, data_dir: Path, keep: bool = False
+) -> str:
+    sizes = {"export-big.db": runs, "export-small.db": max(1, runs // 10)}
+    for name, count in sizes.items():
+        if not (keep and (data_dir / name).exists()):
+            generate(data_dir / name, runs=count, passes=passes, criteria=criteria)
+    big_path, small_path = data_dir / "export-big.db", data_dir / "export-small.db"
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     lines: list[str] = []
     with Store(big_path) as big, Store(small_path) as small:
@@ -102,13 +105,14 @@ def run(*, runs: int, passes: int, criteria: int, repeats: int, data_dir: Path) 
                 msg = f"the paths differ: {old_rows} rows {old_hash} vs {new_rows} rows {new_hash}"
                 raise SystemExit(msg)
             rows = new_rows
+            print(f"pair: old {old:.2f} s, new {new:.2f} s, {rows:,} rows", flush=True)
             old_s.append(old)
             new_s.append(new)
             ratios.append(new / old)
         peaks = {
             "new, small store": _peak(_new, small),
             "new, big store": _peak(_new, big),
-            "old, big store": _peak(_old, big),
+            "old, small store": _peak(_old, small),
         }
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     old_med, new_med = statistics.median(old_s), statistics.median(new_s)
@@ -128,8 +132,9 @@ def run(*, runs: int, passes: int, criteria: int, repeats: int, data_dir: Path) 
         "| path | median seconds | rows/s | peak Python memory |",
         "|---|---:|---:|---:|",
         f"| old: one joined query, csv.writer | {old_med:.2f} | {rows / old_med:,.0f} | "
-        f"{peaks['old, big store'] / 1e6:.1f} MB |",
-        f"| new: two cursors, one snapshot | {new_med:.2f} | {rows / new_med:,.0f} | "
+        f"{peaks['old, small store'] / 1e6:.1f} MB (10× smaller store) |",
+        f"| new: three cursors (passes, verdicts, labels), one snapshot | {new_med:.2f} | "
+        f"{rows / new_med:,.0f} | "
         f"{peaks['new, big store'] / 1e6:.1f} MB |",
         "",
         f"Time ratio new/old, median of the paired ratios: {statistics.median(ratios):.2f} "
@@ -148,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--criteria", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="reuse the stores in --data-dir")
     parser.add_argument("--data-dir", type=Path, default=None, help="where to generate the stores")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -158,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             criteria=args.criteria,
             repeats=args.repeats,
             data_dir=args.data_dir or Path(tmp),
+            keep=args.keep,
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report + "\n", encoding="utf-8")
