@@ -8,13 +8,12 @@ import io
 import itertools
 import json
 import operator
-import re
 import tempfile
-import unicodedata
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple
 
+from rubric_core.cells import csv_cell, neutralise_cell
 from rubric_core.store import RunFilters, StoreError, StoreInputError
 
 if TYPE_CHECKING:
@@ -45,15 +44,6 @@ FORMATS: tuple[str, ...] = ("csv", "jsonl")
 
 _FILTER_NAMES = tuple(field.name for field in dataclasses.fields(RunFilters))
 _FETCH_ROWS = 1_000
-
-_SAFE_FIRST = frozenset(chr(code) for code in range(0x21, 0x7F)) - frozenset("=+-@")
-"""First characters that need no look at the rest: printable ASCII but `=`, `+`, `-`, `@`."""
-_FORMULA = frozenset("=+-@")
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
-_INVISIBLE = frozenset(("Cc", "Cf", "Zs", "Zl", "Zp"))
-"""Unicode categories a spreadsheet may skip before it reads a formula: controls, format
-characters (zero-width space, BOM, soft hyphen), spaces (NBSP) and line separators."""
-_NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 
 _PASS_SELECT = """
     SELECT r.id, rb.name, rv.version, r.input, r.agent_model, r.grader_model,
@@ -202,60 +192,6 @@ never neutralised, so do not open it in a spreadsheet.
 
 class ExportError(StoreInputError):
     """An export asked for an unknown dataset, format or filter (a `StoreError` of kind `invalid`)."""
-
-
-def neutralise_cell(value: str) -> str:
-    """Prefix a cell a spreadsheet would run as a formula with an apostrophe.
-
-    A cell is neutralised (OWASP "CSV injection") when it starts with a tab or a carriage
-    return, or when its first visible character reads as `=`, `+`, `-` or `@` once
-    Unicode-normalised (NFKC: full-width `＝＋－＠` and small forms count), whatever
-    spaces, no-break spaces, line breaks or format characters (zero-width space, BOM,
-    soft hyphen) come before it. A plain number (`-1`, `+2.5`, `-3e4`) is left as it is:
-    a spreadsheet reads it as that number and runs nothing.
-
-    Examples:
-        >>> neutralise_cell("=HYPERLINK(\\"http://x\\")")
-        '\\'=HYPERLINK("http://x")'
-        >>> neutralise_cell("\\u200b\\uff1dSUM(A1)"), neutralise_cell(" -1+1")
-        ("'\\u200b＝SUM(A1)", "' -1+1")
-        >>> neutralise_cell("-1"), neutralise_cell("fine")
-        ('-1', 'fine')
-    """
-    first = value[:1]
-    if not first or first in _SAFE_FIRST:
-        return value
-    if first in _FORMULA:
-        if first in "+-" and _PLAIN_NUMBER.match(value):
-            return value
-        return "'" + value
-    if first in "\t\r":
-        return "'" + value
-    for char in value:
-        if char.isspace() or unicodedata.category(char) in _INVISIBLE:
-            continue
-        if unicodedata.normalize("NFKC", char)[:1] in _FORMULA:
-            return "'" + value
-        break
-    return value
-
-
-def _cell(value: Any) -> str:
-    """One CSV cell as `csv.writer` (minimal quoting, `\\r\\n` rows) writes it, neutralised.
-
-    Examples:
-        >>> _cell(None), _cell(3), _cell(0.5), _cell('say "hi", then =go'), _cell("=1")
-        ('', '3', '0.5', '"say ""hi"", then =go"', "'=1")
-    """
-    if value is None:
-        return ""
-    if value.__class__ is not str:
-        return str(value)
-    if value and value[0] not in _SAFE_FIRST:
-        value = neutralise_cell(value)
-    if _NEEDS_QUOTES.search(value) is None:
-        return value
-    return '"' + value.replace('"', '""') + '"'
 
 
 def _check(dataset: str, filters: RunFilters | None, filter_args: dict[str, Any]) -> RunFilters:
@@ -455,13 +391,13 @@ def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str]
             if row[0] != run_id:  # a run's cells are the same on each of its passes
                 run_id, run_head, run_status = (
                     row[0],
-                    ",".join(map(_cell, row[0:6])),
-                    _cell(row[17]),
+                    ",".join(map(csv_cell, row[0:6])),
+                    csv_cell(row[17]),
                 )
-            head = f"{run_head},{','.join(map(_cell, row[6:10]))}"
-            middle = ",".join(map(_cell, (*row[10:14], _iso(row[14]))))
-            after = f"{_cell(row[15])},{row[16]}"
-            tail = f"{run_status},{_cell(row[18])}\r\n"
+            head = f"{run_head},{','.join(map(csv_cell, row[6:10]))}"
+            middle = ",".join(map(csv_cell, (*row[10:14], _iso(row[14]))))
+            after = f"{csv_cell(row[15])},{row[16]}"
+            tail = f"{run_status},{csv_cell(row[18])}\r\n"
             if not verdicts:
                 yield [f"{head},,,,{middle},,,{after},,,,,{tail}"]
                 continue
@@ -471,12 +407,12 @@ def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str]
                 if criterion is None:
                     if len(names) > 10_000:
                         names.clear()
-                    criterion = names[name] = _cell(name)
+                    criterion = names[name] = csv_cell(name)
                 label = labels.get(name) if labels else None
                 lines.append(
                     f"{head},{criterion},{'true' if passed else 'false'},"
-                    f"{'' if gap is None else _cell(gap)},{middle},{weight},"
-                    f"{'' if checked_by is None else _cell(checked_by)},{after},"
+                    f"{'' if gap is None else csv_cell(gap)},{middle},{weight},"
+                    f"{'' if checked_by is None else csv_cell(checked_by)},{after},"
                     f"{'true' if insufficient else 'false'},"
                     f"{',,' if label is None else _label_cells(label)},{tail}"
                 )
@@ -487,7 +423,7 @@ def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str]
 
 def _label_cells(label: Label) -> str:
     human, reviewer, note = label
-    return f"{_flag(human)},{_cell(reviewer)},{_cell(note)}"
+    return f"{_flag(human)},{csv_cell(reviewer)},{csv_cell(note)}"
 
 
 def _runs_lines(
@@ -496,7 +432,7 @@ def _runs_lines(
     """The `runs` dataset's CSV lines, one list per fetched batch."""
     try:
         for batch in batches:
-            yield [",".join(map(_cell, values)) + "\r\n" for values in batch]
+            yield [",".join(map(csv_cell, values)) + "\r\n" for values in batch]
     finally:
         batches.close()  # closes the read connection at once
 

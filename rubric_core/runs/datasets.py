@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import io
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 from typing import Any, TypedDict
@@ -48,9 +50,10 @@ _CONVERT = (
 
 _CSV_FIELD_CHARS = 10 * MAX_INPUT_CHARS
 """Longest CSV field read. The csv module's own default (131,072) is below an input's
-limit (`MAX_INPUT_CHARS`), so a valid long input was refused; `_csv_rows` raises the
-module's limit (process-wide: it is only ever raised) to this, and a longer field is
-reported with its line."""
+limit (`MAX_INPUT_CHARS`), so a valid long input was refused; `_csv_rows` reads with the
+module's limit raised to this (`_wide_fields`), and a longer field is reported with its
+line."""
+_FIELD_LIMIT_LOCK = threading.Lock()
 
 
 def _decode(name: str, data: bytes) -> str:
@@ -81,26 +84,41 @@ def _decode(name: str, data: bytes) -> str:
         raise DatasetError(msg) from exc
 
 
-def _csv_rows(name: str, text: str) -> Iterator[tuple[int, list[str]]]:
+def _csv_rows(name: str, text: str) -> list[tuple[int, list[str]]]:
     """(the line a row starts on, its cells) for each row, read strictly.
 
     `strict=True` makes the csv module refuse what it would otherwise guess at: a quote
     that is never closed (it swallowed every later row into one field) and a stray quote
     after a closing one (`"a"b"` read as `ab"`). The error names the row's first line.
+    The rows are read at once, inside `_wide_fields`.
     """
-    if csv.field_size_limit() < _CSV_FIELD_CHARS:
-        csv.field_size_limit(_CSV_FIELD_CHARS)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    start = 1
-    while True:
-        start = reader.line_num + 1
+    rows: list[tuple[int, list[str]]] = []
+    with _wide_fields():
+        while True:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return rows
+            except csv.Error as exc:
+                problem = _csv_problem(name, start, reader.line_num, str(exc))
+                raise DatasetError(problem) from exc
+            rows.append((start, row))
+
+
+@contextlib.contextmanager
+def _wide_fields() -> Iterator[None]:
+    """The csv module's field limit raised to `_CSV_FIELD_CHARS` for the block, then put
+    back. The limit is process-wide (the csv module has no per-reader one), so the lock
+    keeps two datasets from restoring each other's; another CSV read running meanwhile
+    (a labels file) may briefly accept a longer field, never a shorter one."""
+    with _FIELD_LIMIT_LOCK:
+        previous = csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_CHARS))
         try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            raise DatasetError(_csv_problem(name, start, reader.line_num, str(exc))) from exc
-        yield start, row
+            yield
+        finally:
+            csv.field_size_limit(previous)
 
 
 def _csv_problem(name: str, start: int, end: int, problem: str) -> str:
@@ -141,7 +159,7 @@ def _check_value(name: str, where: str, value: object) -> str:
 
 
 def _load_csv(name: str, text: str) -> list[str]:
-    rows = _csv_rows(name, text)
+    rows = iter(_csv_rows(name, text))
     header = next(rows, None)
     while header is not None and not any(cell.strip() for cell in header[1]):
         header = next(rows, None)
@@ -314,7 +332,7 @@ def _graded_row(name: str, where: str, number: int, record: dict[str, Any]) -> G
 
 
 def _graded_csv(name: str, text: str) -> list[GradedRow]:
-    rows = _csv_rows(name, text)
+    rows = iter(_csv_rows(name, text))
     header = next(rows, (1, []))[1]
     names = [cell.strip().lstrip("\ufeff").casefold() for cell in header]
     missing = [column for column in ("input", "output") if column not in names]
