@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime as dt
 import io
+import itertools
 import json
+import operator
 import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple
 
-from rubric_core.store import RunFilters, StoreInputError
+from rubric_core.cells import csv_cell, neutralise_cell
+from rubric_core.store import RunFilters, StoreError, StoreInputError
 
 if TYPE_CHECKING:
     from rubric_core.store import Store
@@ -42,26 +44,41 @@ FORMATS: tuple[str, ...] = ("csv", "jsonl")
 
 _FILTER_NAMES = tuple(field.name for field in dataclasses.fields(RunFilters))
 _FETCH_ROWS = 1_000
-_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA_CHARS = frozenset(_FORMULA_PREFIXES)
 
-_CRITERIA_SELECT = """
-    SELECT r.id AS run_id, rb.name AS rubric, rv.version AS rubric_version, r.input,
-           r.agent_model, r.grader_model, e.grading_run_id, e.iteration, e.result, e.status,
-           cr.criterion, cr.passed, cr.gap, e.explanation, e.grader_input_tokens,
-           e.grader_output_tokens, e.duration_s, e.started_at, cr.weight, cr.checked_by,
-           e.score, e.id AS evaluation_id, cr.insufficient, lb.human_passed, lb.reviewer,
-           lb.note AS label_note
+_PASS_SELECT = """
+    SELECT r.id, rb.name, rv.version, r.input, r.agent_model, r.grader_model,
+           e.grading_run_id, e.iteration, e.result, e.status,
+           e.explanation, e.grader_input_tokens, e.grader_output_tokens, e.duration_s,
+           e.started_at, e.score, e.id, r.status, e.draft
     FROM runs r
     JOIN rubric_versions rv ON rv.id = r.rubric_version_id
     JOIN rubrics rb ON rb.id = r.rubric_id
     JOIN evaluations e ON e.run_id = r.id
+    WHERE {where}
+    ORDER BY r.started_at, r.id, e.started_at, e.id
+"""
+"""One row per pass: the cells every criterion row of the pass shares (see `_criteria_row`)."""
+
+_CRITERION_SELECT = """
+    SELECT cr.evaluation_id, cr.criterion, cr.passed, cr.gap, cr.weight, cr.checked_by,
+           cr.insufficient
+    FROM runs r
+    JOIN evaluations e ON e.run_id = r.id
     JOIN criterion_results cr ON cr.evaluation_id = e.id
-    LEFT JOIN labels lb ON lb.evaluation_id = e.id AND lb.criterion = cr.criterion
     WHERE {where}
     ORDER BY r.started_at, r.id, e.started_at, e.id, cr.position
 """
+"""The verdicts, in the passes' order (the same keys), so one merge pairs them."""
 
+_LABEL_SELECT = """
+    SELECT lb.evaluation_id, lb.criterion, lb.human_passed, lb.reviewer, lb.note
+    FROM runs r
+    JOIN evaluations e ON e.run_id = r.id
+    JOIN labels lb ON lb.evaluation_id = e.id
+    WHERE {where}
+    ORDER BY r.started_at, r.id, e.started_at, e.id
+"""
+"""Human labels, few beside the verdicts: read apart rather than joined to every verdict."""
 _RUNS_SELECT = """
     SELECT r.id AS run_id, rb.name AS rubric, rv.version AS rubric_version, r.input,
            r.agent_model, r.grader_model, r.grader_tools, r.agent_kind, r.max_iterations,
@@ -113,6 +130,8 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
         "human_passed",
         "reviewer",
         "label_note",
+        "run_status",
+        "draft",
     ),
     "runs": (
         "run_id",
@@ -148,8 +167,13 @@ EXPORT_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 """Column order of each dataset, as written to CSV headers and JSONL objects.
 
-`criteria.status` is the loop's status after that pass; `criteria.started_at` is when
-the pass began (ISO-8601 UTC). `runs.status` is the run's final status and
+`criteria` holds one row per criterion per pass, and one row for a pass that has no
+verdicts (a `grader_error` pass: `result` says so, `explanation` holds the error, and the
+verdict columns `criterion` to `gap`, `weight`, `checked_by`, `insufficient` and the label
+are empty), so a dataset holds every pass. `criteria.status` is the loop's status after
+that pass; `criteria.run_status` is the run's own (final) status, the one the `status`
+filter selects on; `criteria.draft` is the answer the pass judged. `criteria.started_at`
+is when the pass began (ISO-8601 UTC). `runs.status` is the run's final status and
 `final_criteria_*` count the verdicts of its last pass. `criteria.weight` is the
 criterion's rubric weight (negative: a penalty), `criteria.checked_by` is `code` when a
 code check decided it, `criteria.score` the pass's score; `runs.score` is the score of
@@ -159,26 +183,15 @@ failed in the next, counted once when it happens). `criteria.insufficient` says 
 grader could not verify the criterion (then `passed` is false); `human_passed`, `reviewer`
 and `label_note` hold the human label beside the judge's `passed` (empty when unlabelled),
 and the file imports back with `python -m rubric_core label --input-file F`.
+
+CSV is for spreadsheets: a text cell a spreadsheet would read as a formula starts with an
+apostrophe (`neutralise_cell`). JSONL is for programs: its values are written as stored,
+never neutralised, so do not open it in a spreadsheet.
 """
 
 
 class ExportError(StoreInputError):
     """An export asked for an unknown dataset, format or filter (a `StoreError` of kind `invalid`)."""
-
-
-def neutralise_cell(value: str) -> str:
-    """Prefix a cell a spreadsheet would run as a formula with an apostrophe.
-
-    Cells starting with `=`, `+`, `-`, `@`, a tab or a carriage return are
-    neutralised (OWASP "CSV injection"); everything else is returned as is.
-
-    Examples:
-        >>> neutralise_cell("=HYPERLINK(\\"http://x\\")")
-        '\\'=HYPERLINK("http://x")'
-        >>> neutralise_cell("fine")
-        'fine'
-    """
-    return "'" + value if value.startswith(_FORMULA_PREFIXES) else value
 
 
 def _check(dataset: str, filters: RunFilters | None, filter_args: dict[str, Any]) -> RunFilters:
@@ -199,20 +212,98 @@ def _iso(value: float | None) -> str | None:
     return dt.datetime.fromtimestamp(value, dt.UTC).isoformat(timespec="microseconds")
 
 
-_PASSED = EXPORT_COLUMNS["criteria"].index("passed")
-_PASS_STARTED = EXPORT_COLUMNS["criteria"].index("started_at")
-_INSUFFICIENT = EXPORT_COLUMNS["criteria"].index("insufficient")
-_HUMAN_PASSED = EXPORT_COLUMNS["criteria"].index("human_passed")
-_TOOLS = EXPORT_COLUMNS["runs"].index("grader_tools")
+def _bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+PassRow = tuple[Any, ...]
+"""A row of `_PASS_SELECT`: the run and pass cells, `evaluation_id` at index 16."""
+Verdict = tuple[Any, ...]
+"""A row of `_CRITERION_SELECT`: `evaluation_id` first, then the verdict."""
+Label = tuple[Any, Any, Any]
+"""A human label's `human_passed`, `reviewer` and `note`."""
+_NO_VERDICT: Verdict = (None,) * 7
+"""The verdict cells of a pass that has none (a `grader_error` pass)."""
+_NO_LABEL: Label = (None, None, None)
+
+
+class _Pass(NamedTuple):
+    row: PassRow
+    verdicts: list[Verdict]
+    labels: dict[str, Label]
+    """The pass's human labels by criterion (the labels table's key), mostly empty."""
+
+
+def _grouped(
+    batches: Iterator[list[tuple[Any, ...]]],
+) -> tuple[Iterator[tuple[Any, Iterator[tuple[Any, ...]]]], tuple[Any, Any]]:
+    """Rows grouped by their first value (a pass's id), and the first group (or a sentinel)."""
+    groups = itertools.groupby(itertools.chain.from_iterable(batches), key=operator.itemgetter(0))
+    return groups, next(groups, _DONE)
+
+
+_DONE: tuple[Any, Any] = (object(), iter(()))
+"""No group left: a key no pass has."""
+
+
+def _passes(
+    store: Store, filters: RunFilters, size: int = _FETCH_ROWS
+) -> Generator[_Pass, None, None]:
+    """Each matching pass with its verdicts (in rubric order) and labels, oldest run first.
+
+    Three cursors in one read snapshot, each ordered by run then pass: one row per pass,
+    one per verdict, one per label, merged here, so the cells a pass's rows share are
+    read and formatted once and no verdict pays for a join with the labels.
+    """
+    where, params = store.run_filter_sql(filters)
+    with store.read_snapshot() as stream:
+        passes = stream(_PASS_SELECT.format(where=where), params, size)
+        verdicts = stream(_CRITERION_SELECT.format(where=where), params, size * 4)
+        labels = stream(_LABEL_SELECT.format(where=where), params, size)
+        try:
+            verdict_groups, verdict = _grouped(verdicts)
+            label_groups, label = _grouped(labels)
+            for batch in passes:
+                for row in batch:
+                    evaluation_id = row[16]
+                    rows: list[Verdict] = []
+                    marks: dict[str, Label] = {}
+                    if verdict[0] == evaluation_id:
+                        rows = list(verdict[1])
+                        verdict = next(verdict_groups, _DONE)
+                    if label[0] == evaluation_id:
+                        marks = {mark[1]: mark[2:] for mark in label[1]}
+                        label = next(label_groups, _DONE)
+                    yield _Pass(row, rows, marks)
+            for left in (verdict, label):
+                if left is not _DONE:  # one snapshot, one order: never
+                    msg = f"export read a row of pass {left[0]} outside its pass"
+                    raise StoreError(msg, kind="invalid")
+        finally:
+            for cursor in (labels, verdicts, passes):
+                cursor.close()  # every cursor closed before the snapshot ends
+
+
+def _criteria_row(row: PassRow, verdict: Verdict, label: Label) -> tuple[Any, ...]:
+    """The values of one `criteria` row, in `EXPORT_COLUMNS` order (as stored)."""
+    return (
+        *row[0:10],
+        *verdict[1:4],
+        *row[10:15],
+        *verdict[4:6],
+        *row[15:17],
+        verdict[6],
+        *label,
+        *row[17:19],
+    )
 
 
 def _raw_batches(
-    store: Store, dataset: str, filters: RunFilters, size: int = _FETCH_ROWS
+    store: Store, filters: RunFilters, size: int = _FETCH_ROWS
 ) -> Generator[list[tuple[Any, ...]], None, None]:
-    """Stream the dataset's rows as tuples, `size` per batch (the query is built at once)."""
+    """Stream the `runs` dataset's rows as tuples, `size` per batch."""
     where, params = store.run_filter_sql(filters)
-    sql = (_CRITERIA_SELECT if dataset == "criteria" else _RUNS_SELECT).format(where=where)
-    return store.stream_rows(sql, params, size=max(1, size))
+    return store.stream_rows(_RUNS_SELECT.format(where=where), params, size=max(1, size))
 
 
 def iter_rows(
@@ -222,11 +313,11 @@ def iter_rows(
     filters: RunFilters | None = None,
     **filter_args: Any,
 ) -> Iterator[dict[str, Any]]:
-    """Stream the rows of a dataset, oldest run first, from one server-side cursor.
+    """Stream the rows of a dataset, oldest run first, on a read-only connection of its own.
 
-    Rows are fetched a thousand at a time on a dedicated read-only connection,
-    so memory stays flat however many rows match. Values are Python values:
-    `passed` a bool, `grader_tools` a list, timestamps ISO-8601 UTC strings.
+    Rows are fetched a thousand at a time, so memory stays flat however many rows match.
+    Values are Python values: `passed` a bool (`None` on a pass with no verdicts),
+    `grader_tools` a list, timestamps ISO-8601 UTC strings.
 
     Args:
         store: The store to read.
@@ -248,77 +339,134 @@ def iter_rows(
         []
         >>> store.close()
     """
-    batches = _raw_batches(store, dataset, _check(dataset, filters, filter_args))
-    return _dicts(batches, dataset)
+    chosen = _check(dataset, filters, filter_args)
+    if dataset == "criteria":
+        return _criteria_dicts(_passes(store, chosen))
+    return _run_dicts(_raw_batches(store, chosen))
 
 
-def _dicts(
-    batches: Generator[list[tuple[Any, ...]], None, None], dataset: str
-) -> Iterator[dict[str, Any]]:
-    columns = EXPORT_COLUMNS[dataset]
-    criteria = dataset == "criteria"
+def _criteria_dicts(passes: Generator[_Pass, None, None]) -> Iterator[dict[str, Any]]:
+    columns = EXPORT_COLUMNS["criteria"]
+    try:
+        for row, verdicts, labels in passes:
+            row = (*row[:14], _iso(row[14]), *row[15:])
+            for verdict in verdicts or (_NO_VERDICT,):
+                label = labels.get(verdict[1], _NO_LABEL) if labels else _NO_LABEL
+                record = dict(zip(columns, _criteria_row(row, verdict, label), strict=True))
+                record["passed"] = _bool(record["passed"])
+                record["insufficient"] = _bool(record["insufficient"])
+                record["human_passed"] = _bool(record["human_passed"])
+                yield record
+    finally:
+        passes.close()  # closes the read connection at once
+
+
+def _run_dicts(batches: Generator[list[tuple[Any, ...]], None, None]) -> Iterator[dict[str, Any]]:
+    columns = EXPORT_COLUMNS["runs"]
     try:
         for batch in batches:
             for values in batch:
                 row = dict(zip(columns, values, strict=True))
-                if criteria:
-                    row["passed"] = bool(row["passed"])
-                    row["insufficient"] = bool(row["insufficient"])
-                    if row["human_passed"] is not None:
-                        row["human_passed"] = bool(row["human_passed"])
-                    row["started_at"] = _iso(row["started_at"])
-                else:
-                    row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
+                row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
                 yield row
     finally:
         batches.close()  # closes the read connection at once
 
 
-def _csv_cells(batch: list[tuple[Any, ...]], criteria: bool) -> Iterator[list[Any]]:
-    formula = _FORMULA_CHARS
-    for values in batch:
-        # None is written as an empty cell by the csv module itself.
-        cells: list[Any] = [
-            "'" + value if value.__class__ is str and value[:1] in formula else value
-            for value in values
-        ]
-        if criteria:
-            cells[_PASSED] = "true" if cells[_PASSED] else "false"
-            cells[_INSUFFICIENT] = "true" if cells[_INSUFFICIENT] else "false"
-            if cells[_HUMAN_PASSED] is not None:
-                cells[_HUMAN_PASSED] = "true" if cells[_HUMAN_PASSED] else "false"
-            cells[_PASS_STARTED] = _iso(cells[_PASS_STARTED])
-        yield cells
+def _flag(value: Any) -> str:
+    return "" if value is None else ("true" if value else "false")
+
+
+def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str], None, None]:
+    """The `criteria` dataset's CSV lines, one list per pass.
+
+    Byte for byte what `csv.writer` writes for `_criteria_row` after `neutralise_cell`
+    (tests/export_reference.py is that slow path; the tests compare the two), but each
+    pass's shared cells are quoted once and each verdict row is one f-string.
+    """
+    names: dict[str, str] = {}  # criterion names repeat on every pass of a rubric
+    run_id, run_head, run_status = None, "", ""
+    try:
+        for row, verdicts, labels in passes:
+            if row[0] != run_id:  # a run's cells are the same on each of its passes
+                run_id, run_head, run_status = (
+                    row[0],
+                    ",".join(map(csv_cell, row[0:6])),
+                    csv_cell(row[17]),
+                )
+            head = f"{run_head},{','.join(map(csv_cell, row[6:10]))}"
+            middle = ",".join(map(csv_cell, (*row[10:14], _iso(row[14]))))
+            after = f"{csv_cell(row[15])},{row[16]}"
+            tail = f"{run_status},{csv_cell(row[18])}\r\n"
+            if not verdicts:
+                yield [f"{head},,,,{middle},,,{after},,,,,{tail}"]
+                continue
+            lines = []
+            for _, name, passed, gap, weight, checked_by, insufficient in verdicts:
+                criterion = names.get(name)
+                if criterion is None:
+                    if len(names) > 10_000:
+                        names.clear()
+                    criterion = names[name] = csv_cell(name)
+                label = labels.get(name) if labels else None
+                lines.append(
+                    f"{head},{criterion},{'true' if passed else 'false'},"
+                    f"{'' if gap is None else csv_cell(gap)},{middle},{weight},"
+                    f"{'' if checked_by is None else csv_cell(checked_by)},{after},"
+                    f"{'true' if insufficient else 'false'},"
+                    f"{',,' if label is None else _label_cells(label)},{tail}"
+                )
+            yield lines
+    finally:
+        passes.close()  # closes the read connection at once
+
+
+def _label_cells(label: Label) -> str:
+    human, reviewer, note = label
+    return f"{_flag(human)},{csv_cell(reviewer)},{csv_cell(note)}"
+
+
+def _runs_lines(
+    batches: Generator[list[tuple[Any, ...]], None, None],
+) -> Generator[list[str], None, None]:
+    """The `runs` dataset's CSV lines, one list per fetched batch."""
+    try:
+        for batch in batches:
+            yield [",".join(map(csv_cell, values)) + "\r\n" for values in batch]
+    finally:
+        batches.close()  # closes the read connection at once
 
 
 def _csv_text(
-    batches: Generator[list[tuple[Any, ...]], None, None],
+    store: Store,
     dataset: str,
+    filters: RunFilters,
     *,
     bom: bool,
     rows_per_chunk: int,
     counter: list[int],
 ) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    if bom:
-        buffer.write("\ufeff")
-    writer.writerow(EXPORT_COLUMNS[dataset])
-    criteria = dataset == "criteria"
+    """The CSV text of a dataset in chunks of about `rows_per_chunk` rows (header first)."""
+    size = min(_FETCH_ROWS, max(1, rows_per_chunk))
+    groups = (
+        _criteria_lines(_passes(store, filters, size))
+        if dataset == "criteria"
+        else _runs_lines(_raw_batches(store, filters, size))
+    )
+    chunk = [("\ufeff" if bom else "") + ",".join(EXPORT_COLUMNS[dataset]) + "\r\n"]
     pending = 0
     try:
-        for batch in batches:
-            writer.writerows(_csv_cells(batch, criteria))
-            counter[0] += len(batch)
-            pending += len(batch)
+        for lines in groups:
+            chunk.extend(lines)
+            counter[0] += len(lines)
+            pending += len(lines)
             if pending >= rows_per_chunk:
-                yield buffer.getvalue()
-                buffer.seek(0)
-                buffer.truncate()
+                yield "".join(chunk)
+                chunk.clear()
                 pending = 0
     finally:
-        batches.close()  # closes the read connection at once
-    yield buffer.getvalue()
+        groups.close()  # closes the read connection at once
+    yield "".join(chunk)
 
 
 def _jsonl_text(
@@ -344,7 +492,9 @@ def csv_chunks(
     filters: RunFilters | None = None,
     **filter_args: Any,
 ) -> Iterator[bytes]:
-    """A dataset as UTF-8 CSV, yielded in chunks of bytes (header first).
+    """A dataset as UTF-8 CSV for spreadsheets, yielded in chunks of bytes (header first).
+
+    Cells a spreadsheet would run as formulas are neutralised (`neutralise_cell`).
 
     Args:
         bom: Start with a UTF-8 byte order mark so Excel reads the encoding right.
@@ -352,9 +502,9 @@ def csv_chunks(
         filters: Which runs; `filter_args` refine them, as in `iter_rows`.
     """
     chosen = _check(dataset, filters, filter_args)
-    batches = _raw_batches(store, dataset, chosen, min(_FETCH_ROWS, rows_per_chunk))
-    for text in _csv_text(batches, dataset, bom=bom, rows_per_chunk=rows_per_chunk, counter=[0]):
-        yield text.encode("utf-8")
+    text = _csv_text(store, dataset, chosen, bom=bom, rows_per_chunk=rows_per_chunk, counter=[0])
+    for part in text:
+        yield part.encode("utf-8")
 
 
 def jsonl_chunks(
@@ -365,7 +515,11 @@ def jsonl_chunks(
     filters: RunFilters | None = None,
     **filter_args: Any,
 ) -> Iterator[bytes]:
-    """A dataset as JSON Lines (one object per row, UTF-8), yielded in chunks of bytes."""
+    """A dataset as JSON Lines (one object per row, UTF-8), yielded in chunks of bytes.
+
+    Meant for programs: values are written as stored, never neutralised against
+    spreadsheet formulas; give a spreadsheet the CSV instead.
+    """
     rows = iter_rows(store, dataset, filters=filters, **filter_args)
     for text in _jsonl_text(rows, rows_per_chunk=rows_per_chunk, counter=[0]):
         yield text.encode("utf-8")
@@ -391,9 +545,10 @@ def write_csv(
     Returns:
         The number of data rows written (the header not counted).
     """
-    batches = _raw_batches(store, dataset, _check(dataset, filters, filter_args))
+    chosen = _check(dataset, filters, filter_args)
     counter = [0]
-    _write(fp, _csv_text(batches, dataset, bom=bom, rows_per_chunk=_FETCH_ROWS, counter=counter))
+    text = _csv_text(store, dataset, chosen, bom=bom, rows_per_chunk=_FETCH_ROWS, counter=counter)
+    _write(fp, text)
     return counter[0]
 
 
@@ -405,7 +560,8 @@ def write_jsonl(
     filters: RunFilters | None = None,
     **filter_args: Any,
 ) -> int:
-    """Write a dataset as JSON Lines to an open file (text or binary); returns rows written."""
+    """Write a dataset as JSON Lines (for programs, not neutralised) to an open file (text or
+    binary); returns rows written."""
     rows = iter_rows(store, dataset, filters=filters, **filter_args)
     counter = [0]
     _write(fp, _jsonl_text(rows, rows_per_chunk=500, counter=counter))

@@ -18,9 +18,11 @@ weight, so `[0]`, `[abc]` and `[99999]` are errors naming the line (a Markdown l
 `[text](url)`, is text). The check syntax and the built-in checks are described in
 `rubric_core.tools.checks`.
 
-`parse_criteria` returns `CriterionSpec`s and raises `RubricError` on a malformed line;
+`parse_criteria` returns `CriterionSpec`s and raises `RubricError` on a malformed line,
+and on a line that is only a bullet (`-`, `*`, `1.`, `- [ ]`: a criterion was forgotten);
 `parse_rubric` returns just the names and never raises (a malformed line is kept whole,
-as it always was); `validate_rubric` and `validate_criteria` also enforce the limits.
+as it always was; a bare bullet is skipped); `validate_rubric` and `validate_criteria`
+also enforce the limits.
 """
 
 from __future__ import annotations
@@ -61,6 +63,17 @@ _BULLET_RE = re.compile(
     )""",
     re.VERBOSE,
 )
+
+_BARE_BULLET_RE = re.compile(
+    r"""^\s*(?:
+        [-*+\u2022\u2013](?:\s*\[[ xX]?\])?   # -, *, - [ ]
+      | \[[ xX]?\]                          # [ ]
+      | \(?\d{1,3}[.)]                       # 1. 1) (1)
+      | [a-zA-Z][.)]                         # a) a.
+    )\s*$""",
+    re.VERBOSE,
+)
+"""A line that is a bullet and nothing else: no criterion, whatever the bullet says."""
 
 _TOOL_HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
@@ -226,10 +239,15 @@ def _read_body(body: str, number: int) -> CriterionSpec:
     return CriterionSpec(name=name, weight=weight, check=check, line=number)
 
 
-def _lines(text: str) -> Iterator[tuple[int, str, str]]:
-    """(line number, line, bullet-stripped body) for every line that states a criterion."""
+def _lines(text: str, *, bare: bool = False) -> Iterator[tuple[int, str, str]]:
+    """(line number, line, bullet-stripped body) for every line that states a criterion;
+    with `bare`, also each line that is only a bullet (`-`, `1.`, `- [ ]`), body empty."""
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        if _BARE_BULLET_RE.match(raw):
+            if bare:
+                yield number, raw, ""
             continue
         body = _strip_bullet(raw)
         if body:
@@ -250,8 +268,8 @@ def parse_criteria(text: str) -> list[CriterionSpec]:
 
     Raises:
         RubricError: Naming the first malformed line: a bad weight, an unknown or
-            malformed check, a line with only a weight, or a repeat with another weight
-            or check.
+            malformed check, a line with only a weight or only a bullet, or a repeat
+            with another weight or check.
 
     Examples:
         >>> for c in parse_criteria("- [3] Cites the date\\n- [ ] Is short {words <= 50}\\n- [-5] Invents a price"):
@@ -266,7 +284,12 @@ def parse_criteria(text: str) -> list[CriterionSpec]:
     """
     criteria: list[CriterionSpec] = []
     seen: dict[str, CriterionSpec] = {}
-    for number, raw, body in _lines(text):
+    for number, raw, body in _lines(text, bare=True):
+        if _BARE_BULLET_RE.match(raw):
+            problem = (
+                "a bullet with no criterion after it; write what it checks, or delete the line"
+            )
+            raise _line_error(number, raw, problem)
         try:
             criterion = _read_body(body, number)
         except ValueError as exc:

@@ -20,7 +20,7 @@ from rubric_core.export import (
     write_csv,
     write_jsonl,
 )
-from rubric_core.store import StoreError
+from rubric_core.store import RunFilters, StoreError
 
 NASTY_INPUT = '=HYPERLINK("http://evil","x")\nsecond line, with comma and "quotes" — ünïcödé 🚀'
 NASTY_GAP = "+cmd|' /C calc'!A0"
@@ -112,6 +112,9 @@ def test_criteria_csv_cells_exact_and_formulas_neutralised(store, seeded):
         "human_passed": "",
         "reviewer": "",
         "label_note": "",
+        # issue 13: the run's own final status and the draft this pass judged
+        "run_status": "satisfied",
+        "draft": "A draft answer.",
     }
     passing = by_key[(str(first), "1", "has a title")]
     assert (passing["passed"], passing["gap"]) == ("true", "")
@@ -220,8 +223,9 @@ def test_empty_store_exports_header_only(store):
     ("cell", "expected"),
     [
         ("=1+1", "'=1+1"),
-        ("+1", "'+1"),
-        ("-1", "'-1"),
+        # issue 14: a plain number is a number to a spreadsheet, not a formula; keep it
+        ("+1", "+1"),
+        ("-1", "-1"),
         ("@A1", "'@A1"),
         ("\tx", "'\tx"),
         ("\rx", "'\rx"),
@@ -246,3 +250,158 @@ def test_export_streams_many_rows_in_chunks(store, new_run, make_evaluation):
     assert len(chunks) > 20
     rows = list(csv.reader(io.StringIO(b"".join(chunks).decode(), newline="")))
     assert len(rows) == 1 + 40 * 60
+
+
+# --------------------------------------------------------------------------- issues 12-14
+
+
+LOOKALIKE_CELLS = [
+    "\uff1dHYPERLINK(1)",  # full-width =
+    "\uff0b1",
+    "\uff0dcmd",
+    "\uff20SUM(A1)",
+    "\ufe66cmd",  # small-form =
+    " =1+1",
+    "\u00a0=1+1",
+    "\u200b=1+1",
+    "\ufeff=1+1",
+    "\n=1+1",
+    "\u00ad+cmd",  # soft hyphen, then +
+]
+
+
+@pytest.mark.parametrize("cell", LOOKALIKE_CELLS)
+def test_neutralise_cell_sees_through_lookalikes_and_leading_invisibles(cell):
+    assert neutralise_cell(cell) == "'" + cell
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("-1.5", "-1.5"),
+        ("+2e3", "+2e3"),
+        ("-1+1", "'-1+1"),  # arithmetic is a formula: a spreadsheet would show 0
+        ("- bullet", "'- bullet"),
+        (" plain", " plain"),
+        ("\u00a0plain", "\u00a0plain"),
+        ("ünï = x", "ünï = x"),
+    ],
+)
+def test_neutralise_cell_keeps_numbers_and_harmless_text(cell, expected):
+    assert neutralise_cell(cell) == expected
+
+
+@pytest.fixture
+def complete(store, new_run, make_evaluation):
+    """A run that needed revision then was satisfied, a run whose grader broke, a label,
+    and hostile text in every kind of cell."""
+    version = store.save_rubric_version("essay", "- has a title\n- cites a source")
+    revised = new_run(store, version["id"], input=" =cmd|' /C calc'!A0")
+    first = store.record_evaluation(
+        revised,
+        make_evaluation(
+            grading_run_id="g1",
+            verdicts=[("has a title", True), ("cites a source", False, '\uff1d"quoted", gap\r\n')],
+            draft="\u200b@draft, one",
+            started_at=1_700_000_000.0,
+        ),
+    )
+    store.record_evaluation(
+        revised,
+        make_evaluation(
+            grading_run_id="g1",
+            iteration=1,
+            started_at=1_700_000_010.0,
+            verdicts=[("has a title", True), ("cites a source", True)],
+        ),
+    )
+    store.set_label(first, "cites a source", True, reviewer='ann, "r"', note="-1")
+    store.finish_run(revised, status="satisfied", final_output="done")
+    broken = new_run(store, version["id"])
+    store.record_evaluation(
+        broken,
+        make_evaluation(
+            grading_run_id="g2",
+            verdicts=[],
+            result="grader_error",
+            explanation="APITimeoutError: the grader did not answer",
+            draft="the draft it could not judge",
+            started_at=1_700_000_020.0,
+        ),
+    )
+    store.finish_run(broken, status="grader_error", error="APITimeoutError")
+    return {"revised": revised, "broken": broken, "first_pass": first}
+
+
+def test_criteria_csv_bytes_match_the_reference_export(store, complete):
+    """Issue 12: the fast export writes exactly what the slow csv.writer path writes."""
+    from tests.export_reference import reference_criteria_csv
+
+    expected = io.StringIO(newline="")
+    rows = reference_criteria_csv(store, expected, RunFilters())
+    assert rows == 5  # 2 + 2 verdicts, and the grader_error pass as one row
+    for chunk_rows in (1, 2, 500):
+        fast = b"".join(csv_chunks(store, rows_per_chunk=chunk_rows)).decode("utf-8")
+        assert fast == expected.getvalue()
+    written = io.StringIO(newline="")
+    assert write_csv(store, written) == rows
+    assert written.getvalue() == expected.getvalue()
+
+
+def test_criteria_rows_carry_run_status_draft_and_grader_errors(store, complete):
+    """Issue 13: each row says how its run ended and what it judged; a broken pass is a row."""
+    header, *rows = _csv(store)
+    table = [dict(zip(header, row, strict=True)) for row in rows]
+    revised = [r for r in table if r["run_id"] == str(complete["revised"])]
+    assert [(r["status"], r["run_status"]) for r in revised] == [
+        ("needs_revision", "satisfied"),
+        ("needs_revision", "satisfied"),
+        ("satisfied", "satisfied"),
+        ("satisfied", "satisfied"),
+    ]
+    assert revised[0]["draft"] == "'\u200b@draft, one"
+    assert revised[0]["input"] == "' =cmd|' /C calc'!A0"
+    assert revised[1]["gap"] == '\'\uff1d"quoted", gap\r\n'
+    assert (revised[1]["human_passed"], revised[1]["reviewer"], revised[1]["label_note"]) == (
+        "true",
+        'ann, "r"',
+        "-1",
+    )
+    (broken,) = [r for r in table if r["run_id"] == str(complete["broken"])]
+    assert broken["result"] == broken["run_status"] == "grader_error"
+    assert broken["explanation"] == "APITimeoutError: the grader did not answer"
+    assert broken["draft"] == "the draft it could not judge"
+    for column in ("criterion", "passed", "gap", "weight", "checked_by", "insufficient"):
+        assert broken[column] == ""
+
+    satisfied = list(iter_rows(store, status="satisfied"))
+    assert {r["run_status"] for r in satisfied} == {"satisfied"}
+    (error_row,) = iter_rows(store, status="grader_error")
+    assert (error_row["criterion"], error_row["passed"], error_row["insufficient"]) == (
+        None,
+        None,
+        None,
+    )
+    jsonl = [json.loads(line) for line in b"".join(jsonl_chunks(store)).splitlines()]
+    assert len(jsonl) == 5
+    assert jsonl[0]["input"] == " =cmd|' /C calc'!A0"  # JSONL is for programs: raw
+
+
+def test_runs_csv_bytes_match_csv_writer(store, complete):
+    text = b"".join(csv_chunks(store, "runs")).decode("utf-8")
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    again = io.StringIO(newline="")
+    csv.writer(again, lineterminator="\r\n").writerows(rows)
+    assert again.getvalue() == text
+    assert rows[1][EXPORT_COLUMNS["runs"].index("input")] == "' =cmd|' /C calc'!A0"
+
+
+def test_export_reads_one_snapshot_while_passes_arrive(store, complete, new_run, make_evaluation):
+    """A pass recorded while an export streams is either wholly in it or wholly out."""
+    chunks = csv_chunks(store, rows_per_chunk=1)
+    head = next(chunks)
+    late = new_run(store, store.get_run(complete["revised"])["rubric_version_id"])
+    store.record_evaluation(late, make_evaluation(grading_run_id="g3"))
+    text = (head + b"".join(chunks)).decode("utf-8")
+    assert len(list(csv.reader(io.StringIO(text, newline="")))) == 1 + 5
+    assert len(list(iter_rows(store))) == 5 + 2

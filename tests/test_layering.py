@@ -25,7 +25,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # check_registry holds the names and argument rules of code checks (no running), so
     # the parser can validate `{lines == 3}` without importing `tools`; scoring reads
     # parsed criteria and verdicts only. Both are pure functions of rubric values.
-    ("check_registry", "rubric", "messages", "scoring"),
+    # cells: spreadsheet-cell rules (formula neutralising, CSV quoting), pure string functions.
+    ("check_registry", "rubric", "messages", "scoring", "cells"),
     ("evaluate",),
     ("tools",),
     ("grader",),

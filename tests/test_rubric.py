@@ -335,3 +335,24 @@ def test_every_example_in_the_readme_syntax_table_parses():
         "regex", "title-case",
     ]  # fmt: skip
     assert parsed[15][0].name == "[Draft] is marked as a draft"
+
+
+@pytest.mark.parametrize(
+    "bullet", ["-", "*", "+", "•", "1.", "2)", "(3)", "a)", "- [ ]", "[x]", "- "]
+)
+def test_a_bare_bullet_is_refused_not_saved_as_a_criterion(bullet):
+    """Issue 14: `-`, `*` and `1.` on their own lines were saved as three criteria."""
+    text = f"- has a title\n{bullet}\n- cites a source"
+    with pytest.raises(RubricError, match=r"line 2 .*a bullet with no criterion after it"):
+        parse_criteria(text)
+    with pytest.raises(RubricError, match="a bullet with no criterion"):
+        validate_rubric(text)
+    assert parse_rubric(text) == ["has a title", "cites a source"]
+
+
+def test_a_rubric_of_bare_bullets_is_refused(store):
+    with pytest.raises(RubricError, match=r"line 1 \('-'\): a bullet with no criterion"):
+        validate_rubric("-\n*\n1.")
+    with pytest.raises(RubricError, match="a bullet with no criterion"):
+        store.save_rubric_version("bullets", "-\n*\n1.")
+    assert store.list_rubrics() == []

@@ -22,14 +22,16 @@ __all__ = ["export", "rubrics", "scenarios"]
     type=click.Choice(["csv", "jsonl"]),
     default="csv",
     show_default=True,
-    help="File format.",
+    help="File format: csv for spreadsheets (formulas neutralised), jsonl for programs "
+    "(values as stored; not for spreadsheets).",
 )
 @click.option(
     "--dataset",
     type=click.Choice(["criteria", "runs"]),
     default="criteria",
     show_default=True,
-    help="criteria: one row per criterion per pass; runs: one row per run.",
+    help="criteria: one row per criterion per pass (a pass without verdicts, such as a "
+    "grader_error, as one row), with the run's final status in run_status; runs: one row per run.",
 )
 @click.option(
     "--output",
@@ -42,7 +44,9 @@ __all__ = ["export", "rubrics", "scenarios"]
     "--version", "rubric_version", type=int, default=None, help="Only this version (with --rubric)."
 )
 @click.option("--model", default=None, help="Only runs whose agent or grader is this model.")
-@click.option("--status", default=None, help="Only runs with this final status.")
+@click.option(
+    "--status", default=None, help="Only runs with this final status (the run_status column)."
+)
 @click.option("--since", default=None, help="Only runs started at or after (YYYY-MM-DD[THH:MM]).")
 @click.option("--until", default=None, help="Only runs started before (YYYY-MM-DD[THH:MM]).")
 @db_option
@@ -60,7 +64,9 @@ def export(
 ) -> None:
     """Export stored evaluations as CSV or JSONL, streamed row by row.
 
-    Cells a spreadsheet would run as a formula are neutralised.
+    CSV is for spreadsheets: cells a spreadsheet would run as a formula start with an
+    apostrophe. JSONL is for programs: values are written as stored, never neutralised,
+    so do not open it in a spreadsheet.
 
     \b
     Example:

@@ -262,6 +262,12 @@ def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
         default_agent, default_grader = default_models()
         agent_model = agent_model or default_agent
         grader_model = grader_model or default_grader
+    if options.base_url and all(m.startswith(REPLAY_PREFIX) for m in (agent_model, grader_model)):
+        raise BadInput(
+            f"--base-url {options.base_url} would not be used: both models are replay models "
+            f"({agent_model}, {grader_model}), which replay scripted turns offline; drop "
+            "--base-url, or name a model served there with --agent-model or --grader-model"
+        )
     return RunSpec(
         rubric_version_id=version["id"],
         input=input_text,

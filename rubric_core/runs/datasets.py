@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import csv
 import io
 import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path, PurePath
 from typing import Any, TypedDict
 
@@ -34,9 +38,40 @@ class DatasetError(InputError):
     """A dataset file that cannot be read; the message names the file and the row or line."""
 
 
+_BOMS: tuple[tuple[bytes, str, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32", "UTF-32"),  # before UTF-16 LE: it starts the same
+    (codecs.BOM_UTF32_BE, "utf-32", "UTF-32"),
+    (codecs.BOM_UTF16_LE, "utf-16", "UTF-16"),
+    (codecs.BOM_UTF16_BE, "utf-16", "UTF-16"),
+)
+_CONVERT = (
+    "save it as UTF-8 (Excel: Save As > CSV UTF-8; a terminal: iconv -f UTF-16 -t UTF-8 IN > OUT)"
+)
+
+_CSV_FIELD_CHARS = 10 * MAX_INPUT_CHARS
+"""Longest CSV field read. The csv module's own default (131,072) is below an input's
+limit (`MAX_INPUT_CHARS`), so a valid long input was refused; `_csv_rows` reads with the
+module's limit raised to this (`_wide_fields`), and a longer field is reported with its
+line."""
+_FIELD_LIMIT_LOCK = threading.Lock()
+
+
 def _decode(name: str, data: bytes) -> str:
-    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
-        msg = f"{name}: looks like a binary file (NUL bytes), not CSV or JSONL text"
+    """The text of a dataset: UTF-8 (BOM or not), or UTF-16/32 marked by their BOM."""
+    for bom, codec, label in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(codec)
+            except UnicodeDecodeError as exc:
+                msg = f"{name}: starts with a {label} byte-order mark but is not valid {label} ({exc.reason} at byte {exc.start}); {_CONVERT}"
+                raise DatasetError(msg) from exc
+    head = data[:_BINARY_SNIFF_BYTES]
+    if b"\x00" in head:
+        even, odd = head[0::2], head[1::2]
+        if len(head) >= 4 and (odd.count(0) >= len(odd) * 0.9 or even.count(0) >= len(even) * 0.9):
+            msg = f"{name}: looks like UTF-16 text without a byte-order mark, not UTF-8; {_CONVERT}"
+        else:
+            msg = f"{name}: looks like a binary file (NUL bytes), not CSV or JSONL text"
         raise DatasetError(msg)
     try:
         return data.decode("utf-8-sig")
@@ -47,6 +82,65 @@ def _decode(name: str, data: bytes) -> str:
             f"line {line}); save it as UTF-8"
         )
         raise DatasetError(msg) from exc
+
+
+def _csv_rows(name: str, text: str) -> list[tuple[int, list[str]]]:
+    """(the line a row starts on, its cells) for each row, read strictly.
+
+    `strict=True` makes the csv module refuse what it would otherwise guess at: a quote
+    that is never closed (it swallowed every later row into one field) and a stray quote
+    after a closing one (`"a"b"` read as `ab"`). The error names the row's first line.
+    The rows are read at once, inside `_wide_fields`.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[tuple[int, list[str]]] = []
+    with _wide_fields():
+        while True:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return rows
+            except csv.Error as exc:
+                problem = _csv_problem(name, start, reader.line_num, str(exc))
+                raise DatasetError(problem) from exc
+            rows.append((start, row))
+
+
+@contextlib.contextmanager
+def _wide_fields() -> Iterator[None]:
+    """The csv module's field limit raised to `_CSV_FIELD_CHARS` for the block, then put
+    back. The limit is process-wide (the csv module has no per-reader one), so the lock
+    keeps two datasets from restoring each other's; another CSV read running meanwhile
+    (a labels file) may briefly accept a longer field, never a shorter one."""
+    with _FIELD_LIMIT_LOCK:
+        previous = csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_CHARS))
+        try:
+            yield
+        finally:
+            csv.field_size_limit(previous)
+
+
+def _csv_problem(name: str, start: int, end: int, problem: str) -> str:
+    where = f"line {start}" if end <= start else f"the row starting on line {start}"
+    if "unexpected end of data" in problem:
+        return (
+            f'{name}: line {start}: a quoted field opened on this line is never closed (a " '
+            'with no closing "; every later line would have merged into it); close it, or '
+            'double a quote inside a field ("")'
+        )
+    if "expected after" in problem:
+        return (
+            f'{name}: {where}: a quote inside a quoted field must be doubled (""); '
+            f"the csv module says: {problem}"
+        )
+    if "field larger than field limit" in problem:
+        return (
+            f"{name}: {where}: a field is longer than {_CSV_FIELD_CHARS:,} characters "
+            f"(an input may be {MAX_INPUT_CHARS:,}); if it should not be, look for an "
+            "unterminated quote"
+        )
+    return f"{name}: {where} is not valid CSV: {problem}"
 
 
 def _check_value(name: str, where: str, value: object) -> str:
@@ -65,41 +159,33 @@ def _check_value(name: str, where: str, value: object) -> str:
 
 
 def _load_csv(name: str, text: str) -> list[str]:
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader, None)
-    except csv.Error as exc:
-        msg = f"{name}: line 1 is not valid CSV: {exc}"
-        raise DatasetError(msg) from exc
-    while header is not None and not any(cell.strip() for cell in header):
-        header = next(reader, None)
+    rows = iter(_csv_rows(name, text))
+    header = next(rows, None)
+    while header is not None and not any(cell.strip() for cell in header[1]):
+        header = next(rows, None)
     if header is None:
         msg = f"{name}: is empty; expected a header row with an 'input' column"
         raise DatasetError(msg)
-    names = [cell.strip().lstrip("\ufeff").casefold() for cell in header]
+    cells = header[1]
+    names = [cell.strip().lstrip("\ufeff").casefold() for cell in cells]
     if "input" in names:
         column = names.index("input")
     elif len(names) == 1:
         column = 0
     else:
         msg = (
-            f"{name}: has no 'input' column (columns: {', '.join(c.strip() for c in header)}); "
+            f"{name}: has no 'input' column (columns: {', '.join(c.strip() for c in cells)}); "
             "name the column holding the inputs 'input'"
         )
         raise DatasetError(msg)
     inputs: list[str] = []
     row_number = 1
-    try:
-        for row in reader:
-            row_number += 1
-            if not row:
-                continue  # a blank line; a row of empty cells is an empty input
-            value = row[column] if column < len(row) else ""
-            where = f"row {row_number} (line {reader.line_num})"
-            inputs.append(_check_value(name, where, value))
-    except csv.Error as exc:
-        msg = f"{name}: line {reader.line_num} is not valid CSV: {exc}"
-        raise DatasetError(msg) from exc
+    for line, row in rows:
+        row_number += 1
+        if not row:
+            continue  # a blank line; a row of empty cells is an empty input
+        value = row[column] if column < len(row) else ""
+        inputs.append(_check_value(name, f"row {row_number} (line {line})", value))
     if not inputs:
         msg = f"{name}: has a header but no rows"
         raise DatasetError(msg)
@@ -154,7 +240,9 @@ def load_dataset(path: str | Path) -> list[str]:
 
     CSV: the first row is the header; the column named `input` is used, or the only
     column if there is one. JSONL: one `{"input": ...}` object or one JSON string per
-    line. Blank lines are skipped; UTF-8 with or without a byte-order mark.
+    line. Blank lines are skipped; UTF-8 with or without a byte-order mark, or UTF-16 /
+    UTF-32 with one (as Excel's "Unicode text" saves). A CSV is read strictly: a quote
+    left open or a stray quote is an error naming the line, never rows merged.
 
     Raises:
         DatasetError: Naming the file and the row or line that is wrong.
@@ -244,29 +332,25 @@ def _graded_row(name: str, where: str, number: int, record: dict[str, Any]) -> G
 
 
 def _graded_csv(name: str, text: str) -> list[GradedRow]:
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader, None)
-    names = [cell.strip().lstrip("\ufeff").casefold() for cell in header or []]
+    rows = iter(_csv_rows(name, text))
+    header = next(rows, (1, []))[1]
+    names = [cell.strip().lstrip("\ufeff").casefold() for cell in header]
     missing = [column for column in ("input", "output") if column not in names]
     if missing:
         msg = (
             f"{name}: has no {' or '.join(map(repr, missing))} column (columns: "
-            f"{', '.join(c.strip() for c in header or []) or 'none'}); a dataset to grade needs "
+            f"{', '.join(c.strip() for c in header) or 'none'}); a dataset to grade needs "
             "'input' and 'output' columns (and, optionally, 'labels')"
         )
         raise DatasetError(msg)
-    rows: list[GradedRow] = []
-    try:
-        for row in reader:
-            if not row:
-                continue
-            record = {n: row[i] if i < len(row) else "" for i, n in enumerate(names)}
-            number = len(rows) + 2
-            rows.append(_graded_row(name, f"row {number}", number, record))
-    except csv.Error as exc:
-        msg = f"{name}: line {reader.line_num} is not valid CSV: {exc}"
-        raise DatasetError(msg) from exc
-    return rows
+    graded: list[GradedRow] = []
+    for _line, row in rows:
+        if not row:
+            continue
+        record = {n: row[i] if i < len(row) else "" for i, n in enumerate(names)}
+        number = len(graded) + 2
+        graded.append(_graded_row(name, f"row {number}", number, record))
+    return graded
 
 
 def _graded_jsonl(name: str, text: str) -> list[GradedRow]:

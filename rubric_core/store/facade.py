@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from rubric_core.store.labels import LabelsMixin
 from rubric_core.store.owner import current_owner
 from rubric_core.store.paths import default_db_target, is_postgres_url, redact_url
 from rubric_core.store.rows import evaluation_row, message_row
-from rubric_core.store.sqlbase import SQLBackend
+from rubric_core.store.sqlbase import SnapshotStream, SQLBackend
 from rubric_core.store.sqlite import SQLiteBackend
 from rubric_core.store.validation import (
     MAX_PAGE,
@@ -216,6 +217,16 @@ class Store(LabelsMixin, ExperimentsMixin):
         connection. `sql` is portable SQL with `?` placeholders.
         """
         return self._backend.stream(sql, params, max(1, int(size)))
+
+    def read_snapshot(self) -> AbstractContextManager[SnapshotStream]:
+        """One read-only transaction for several long reads that must agree with each other.
+
+        The context gives `stream(sql, params, size)`, a generator of `size`-row batches
+        (tuples) like `stream_rows`; every stream opened inside it reads the same snapshot,
+        several at once if need be (SQLite: one connection in `BEGIN`; PostgreSQL: named
+        cursors in one `REPEATABLE READ` transaction). Leaving the context releases it.
+        """
+        return self._backend.snapshot()
 
     # --- rubrics ------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import json
 import logging
 import socket
 from collections.abc import Callable, Generator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -31,6 +32,9 @@ __all__ = ["Dialect", "SQLBackend", "Tx", "now_iso", "parse_iso", "returned_id"]
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+
+SnapshotStream = Callable[[str, Sequence[Any], int], Generator[list[tuple[Any, ...]], None, None]]
+"""`stream(sql, params, size)` inside `SQLBackend.snapshot`: batches of `size` tuples."""
 
 _RUN_COLUMNS = """
     r.id, r.rubric_id, rb.name AS rubric, r.rubric_version_id, rv.version AS rubric_version,
@@ -180,6 +184,12 @@ class SQLBackend(abc.ABC):
         self, sql: str, params: Sequence[Any], size: int
     ) -> Generator[list[tuple[Any, ...]], None, None]:
         """A long read on a connection of its own, `size` rows (tuples) per batch."""
+
+    @abc.abstractmethod
+    def snapshot(self) -> AbstractContextManager[SnapshotStream]:
+        """One read-only transaction on a connection of its own, for several long reads
+        that must see the same data: the context gives a `stream(sql, params, size)`
+        whose cursors (open at the same time if need be) all read one snapshot."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import logging
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ from rubric_core.store.paths import DB_ENV_VAR, redact_url
 from rubric_core.store.postgres.migrations import MIGRATIONS, applied_names, apply_migrations
 from rubric_core.store.postgres.nul import escape_params, escape_rows, restore_dict, restore_row
 from rubric_core.store.schema_version import newer_schema_refusal, write_refused
-from rubric_core.store.sqlbase import Dialect, SQLBackend, Tx, mark_interrupted
+from rubric_core.store.sqlbase import Dialect, SnapshotStream, SQLBackend, Tx, mark_interrupted
 
 __all__ = ["PostgresBackend", "server_name", "translate"]
 
@@ -217,3 +218,26 @@ class PostgresBackend(SQLBackend):
             cursor.execute(to_pyformat(sql), escape_params(params))
             while batch := cursor.fetchmany(size):
                 yield [restore_row(row) for row in batch]
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[SnapshotStream]:
+        """A `REPEATABLE READ, READ ONLY` transaction; each stream a named (server-side) cursor."""
+        if self.pool.closed:
+            raise self._closed_error()
+        names = itertools.count()
+        with translating(self.url), self.pool.connection() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+            def stream(
+                sql: str, params: Sequence[Any], size: int
+            ) -> Generator[list[tuple[Any, ...]], None, None]:
+                name = f"rubric_snapshot_{next(names)}"
+                with (
+                    translating(self.url),
+                    conn.cursor(name=name, row_factory=tuple_row) as cursor,
+                ):
+                    cursor.execute(to_pyformat(sql), escape_params(params))
+                    while batch := cursor.fetchmany(max(1, size)):
+                        yield [restore_row(row) for row in batch]
+
+            yield stream

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
 from rubric_core.store.schema_version import newer_schema_refusal, write_refused
-from rubric_core.store.sqlbase import Dialect, SQLBackend, Tx, mark_interrupted
+from rubric_core.store.sqlbase import Dialect, SnapshotStream, SQLBackend, Tx, mark_interrupted
 from rubric_core.store.sqlite.backup import backup_file
 from rubric_core.store.sqlite.connection import SQLiteConnections, translate
 from rubric_core.store.sqlite.migrations import MIGRATIONS, apply_migrations
@@ -111,3 +112,28 @@ class SQLiteBackend(SQLBackend):
                 raise translate(exc, self.path, self.busy_timeout_s) from exc
         finally:
             conn.close()
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[SnapshotStream]:
+        """One read transaction (`BEGIN`, so every cursor reads one WAL snapshot)."""
+        conn = self.connections.connect_readonly()
+        conn.row_factory = None
+
+        def stream(
+            sql: str, params: Sequence[Any], size: int
+        ) -> Generator[list[tuple[Any, ...]], None, None]:
+            try:
+                cursor = conn.execute(sql, params)
+                while batch := cursor.fetchmany(max(1, size)):
+                    yield batch
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path, self.busy_timeout_s) from exc
+
+        try:
+            try:
+                conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path, self.busy_timeout_s) from exc
+            yield stream
+        finally:
+            conn.close()  # ends the read transaction
