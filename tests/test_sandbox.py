@@ -173,29 +173,39 @@ def test_root_host_runs_code_as_an_unprivileged_uid_without_network():
     assert result.error is None
     assert result.uid is not None and result.uid != 0
     assert f"uid {result.uid}" in result.output
-    assert "network namespace (no interfaces up)" in result.isolation
-    assert "[(1, 'lo')]" in result.output  # a fresh network namespace: loopback only, down
+    # bubblewrap's fresh network namespace: its own loopback, nothing of the host's
+    assert "network namespace (loopback only)" in result.isolation
+    assert "[(1, 'lo')]" in result.output
     assert _processes_of(result.uid) == []
 
 
-def test_sandbox_cleans_up_its_directory():
+def test_sandbox_cleans_up_its_directory(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the host stages files
     result = run_sandboxed(
-        ["-c", "import os; print(os.getcwd())"], {"a.py": "x = 1"}, limits=LIMITS
+        ["-c", "import os; print(os.getcwd(), sorted(os.listdir()))"],
+        {"a.py": "x = 1"},
+        limits=LIMITS,
     )
-    workdir = Path(result.output.strip())
-    assert workdir.name == "work"
-    assert not workdir.parent.exists()
+    assert result.output.strip() == "/sandbox/work ['a.py']"
+    assert list(tmp_path.iterdir()) == []  # nothing of the run is left on the host
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root hosts drop privileges")
 def test_root_host_never_falls_back_to_running_code_as_root(monkeypatch):
-    from rubric_core.tools.sandbox import _needed_paths, _reveal_plan
+    from rubric_core.tools._sandbox_bwrap import needed_paths
+    from rubric_core.tools._sandbox_weak import reveal_plan
 
+    # the weak fences (bubblewrap missing, opted in) without their namespaces
+    monkeypatch.setenv("RUBRIC_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.setenv("RUBRIC_SANDBOX_ALLOW_WEAK", "1")
     monkeypatch.setenv("RUBRIC_SANDBOX_NO_NAMESPACES", "1")
-    result = run_pytest(
-        "import os\n", "def test_uid():\n    assert os.getuid() != 0\n", limits=LIMITS
-    )
-    reveal, _ = _reveal_plan(_needed_paths())
+    with pytest.warns(RuntimeWarning, match="weaker fences"):
+        result = run_pytest(
+            "import os\n", "def test_uid():\n    assert os.getuid() != 0\n", limits=LIMITS
+        )
+    reveal, _ = reveal_plan(needed_paths())
     if reveal:  # the interpreter sits under a directory only root can enter
         assert result.status == "ERROR"
         assert "refusing to run untrusted code as root" in result.text
