@@ -492,6 +492,8 @@ def _run(
             uid if owns_uid else None,
         )
         duration = time.monotonic() - started
+        if bwrap and returncode is not None and 128 < returncode < 128 + 65:
+            returncode = 128 - returncode  # bubblewrap exits 128+N when a signal N ended the child
         # Background children left behind (in the group, or escaped with setsid).
         _kill_group(process.pid)
         leftovers = kill_uid(uid) if (uid is not None and owns_uid) else 0
