@@ -324,7 +324,7 @@ def test_host_unix_sockets_are_unreachable():
             with pytest.raises(BlockingIOError):
                 listener.accept()  # nothing ever reached the host's socket
     finally:
-        for listener, path in zip(listeners, paths):
+        for listener, path in zip(listeners, paths, strict=True):
             listener.close()
             Path(path).unlink(missing_ok=True)
     assert result.text == "PASSED: 1 passed", result.text
@@ -364,9 +364,7 @@ def test_host_processes_and_their_command_lines_are_invisible():
     import subprocess
 
     secret = f"--api-key=sk-{uuid.uuid4().hex}"
-    neighbour = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(120)", secret]
-    )
+    neighbour = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", secret])
     tests = GUARD_OFF + (
         "import os\n"
         f"SECRET = {secret!r}\n"
@@ -487,9 +485,7 @@ def test_weak_fences_run_only_when_opted_in_and_warn(monkeypatch):
     monkeypatch.setenv("RUBRIC_SANDBOX_BWRAP", "/nonexistent/bwrap")
     monkeypatch.delenv("RUBRIC_SANDBOX_ALLOW_WEAK", raising=False)
     with pytest.warns(RuntimeWarning, match="apt-get install bubblewrap"):
-        result = run_sandboxed(
-            ["-c", "print('ran')"], {}, limits=LIMITS, allow_weak_fences=True
-        )
+        result = run_sandboxed(["-c", "print('ran')"], {}, limits=LIMITS, allow_weak_fences=True)
     assert result.fences == "weak"
     if result.error is None:  # a root host whose interpreter others cannot reach refuses
         assert result.output.strip() == "ran"

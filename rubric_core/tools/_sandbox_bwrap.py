@@ -113,7 +113,9 @@ def needed_paths() -> list[str]:
 
 def _outermost(paths: list[str]) -> list[str]:
     unique = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
-    return [p for p in unique if not any(p.startswith(q.rstrip("/") + "/") for q in unique if q != p)]
+    return [
+        p for p in unique if not any(p.startswith(q.rstrip("/") + "/") for q in unique if q != p)
+    ]
 
 
 def bwrap_argv(

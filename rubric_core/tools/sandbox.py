@@ -53,6 +53,7 @@ ALLOW_WEAK_ENV = "RUBRIC_SANDBOX_ALLOW_WEAK"
 
 _MONITOR_INTERVAL_S = 0.1
 
+
 @dataclass(frozen=True)
 class SandboxLimits:
     """What one sandboxed run may use.
