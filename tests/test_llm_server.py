@@ -359,3 +359,15 @@ def test_runner_stores_a_real_run(llm_endpoint: Endpoint, tmp_path: Path) -> Non
     assert len(grader_rows) == len(revisions)
     answers = [row for row in transcript if row["role"] in {"ai", "assistant"}]
     assert len(answers) == len(evaluations), transcript
+
+
+def test_server_names_the_model_after_its_gguf_file(llm_endpoint: Endpoint) -> None:
+    # Issue 14, item 20: any GGUF used to be served as "smollm2-135m".
+    gguf = os.environ.get("RUBRIC_STUDIO_LLM_GGUF", "").strip() or subprocess.run(
+        ["bash", str(_SCRIPT), "gguf"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout.strip()
+    url = llm_endpoint.base_url + "/models"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        served = [model["id"] for model in json.load(response)["data"]]
+    assert served == [Path(gguf).stem]
+    assert llm_endpoint.model == Path(gguf).stem
