@@ -27,6 +27,8 @@ _SYSTEM_LIBS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib3
 """Shared libraries the interpreter and its extension modules load. /usr/bin, /bin and
 /sbin stay out: there is no shell or other program to run inside."""
 
+_SYSTEM_PREFIXES = frozenset({"/", "/usr", "/usr/local"})
+
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 
 # Runs inside bubblewrap's namespaces, before the untrusted code, as root when the host
@@ -128,13 +130,19 @@ def bwrap_argv(
     SANDBOX_DIR, the only writable place (/tmp points into it); a fresh /proc of the
     new PID namespace and a minimal /dev. Nothing else of the host exists inside.
     """
-    python_dirs = needed_paths()
+    # A system interpreter's prefix is /usr (or /usr/local): mounting it whole would bring
+    # /usr/bin and its shell along; its executable, standard library and site-packages
+    # (needed_paths lists them) are enough.
+    python_dirs = [p for p in needed_paths() if os.path.realpath(p) not in _SYSTEM_PREFIXES]
     binds: list[tuple[str, str]] = [(p, p) for p in _outermost(python_dirs)]
+    if not any(sys.executable.startswith(b.rstrip("/") + "/") for b, _ in binds):
+        binds.append((sys.executable, sys.executable))  # e.g. /usr/bin/python3, a symlink
     links: list[tuple[str, str]] = []
     for lib in _SYSTEM_LIBS:
         if os.path.islink(lib):
             links.append((os.readlink(lib), lib))
         elif os.path.isdir(lib) and not any(lib.startswith(b + "/") or lib == b for b, _ in binds):
+            binds = [(b, d) for b, d in binds if not b.startswith(lib + "/")]  # inside it
             binds.append((lib, lib))
     binds.extend((f, f) for f in _ETC_FILES if os.path.isfile(f))
     binds.extend([(host_src, SRC_DIR), (host_site, SITE_DIR)])
