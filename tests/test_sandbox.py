@@ -489,3 +489,19 @@ def test_weak_fences_run_only_when_opted_in_and_warn(monkeypatch):
     assert result.fences == "weak"
     if result.error is None:  # a root host whose interpreter others cannot reach refuses
         assert result.output.strip() == "ran"
+
+
+def test_runtime_requirements_carry_pytest_for_the_sandbox():
+    # Issue 14, item 15: `pip install -r requirements.txt` (the README's first command) must
+    # bring the pytest that run_test_suite runs; .ci/run also runs the find_duplicates demo
+    # to "satisfied" in a venv made from requirements.txt alone.
+    from importlib.metadata import version
+
+    pins = dict(
+        line.split("==", 1)
+        for line in (REPO / "requirements.txt").read_text().splitlines()
+        if "==" in line and not line.lstrip().startswith("#")
+    )
+    assert pins.get("pytest") == version("pytest")
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "-r requirements.txt" in ci and "examples/find_duplicates.py" in ci
