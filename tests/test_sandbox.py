@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rubric_core.tools import run_pytest
+from rubric_core.tools._sandbox_bwrap import find_bwrap
 from rubric_core.tools.sandbox import SandboxLimits, _processes_of, run_sandboxed
 
 pytestmark = [
@@ -173,29 +174,39 @@ def test_root_host_runs_code_as_an_unprivileged_uid_without_network():
     assert result.error is None
     assert result.uid is not None and result.uid != 0
     assert f"uid {result.uid}" in result.output
-    assert "network namespace (no interfaces up)" in result.isolation
-    assert "[(1, 'lo')]" in result.output  # a fresh network namespace: loopback only, down
+    # bubblewrap's fresh network namespace: its own loopback, nothing of the host's
+    assert "network namespace (loopback only)" in result.isolation
+    assert "[(1, 'lo')]" in result.output
     assert _processes_of(result.uid) == []
 
 
-def test_sandbox_cleans_up_its_directory():
+def test_sandbox_cleans_up_its_directory(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the host stages files
     result = run_sandboxed(
-        ["-c", "import os; print(os.getcwd())"], {"a.py": "x = 1"}, limits=LIMITS
+        ["-c", "import os; print(os.getcwd(), sorted(os.listdir()))"],
+        {"a.py": "x = 1"},
+        limits=LIMITS,
     )
-    workdir = Path(result.output.strip())
-    assert workdir.name == "work"
-    assert not workdir.parent.exists()
+    assert result.output.strip() == "/sandbox/work ['a.py']"
+    assert list(tmp_path.iterdir()) == []  # nothing of the run is left on the host
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root hosts drop privileges")
 def test_root_host_never_falls_back_to_running_code_as_root(monkeypatch):
-    from rubric_core.tools.sandbox import _needed_paths, _reveal_plan
+    from rubric_core.tools._sandbox_bwrap import needed_paths
+    from rubric_core.tools._sandbox_weak import reveal_plan
 
+    # the weak fences (bubblewrap missing, opted in) without their namespaces
+    monkeypatch.setenv("RUBRIC_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.setenv("RUBRIC_SANDBOX_ALLOW_WEAK", "1")
     monkeypatch.setenv("RUBRIC_SANDBOX_NO_NAMESPACES", "1")
-    result = run_pytest(
-        "import os\n", "def test_uid():\n    assert os.getuid() != 0\n", limits=LIMITS
-    )
-    reveal, _ = _reveal_plan(_needed_paths())
+    with pytest.warns(RuntimeWarning, match="weaker fences"):
+        result = run_pytest(
+            "import os\n", "def test_uid():\n    assert os.getuid() != 0\n", limits=LIMITS
+        )
+    reveal, _ = reveal_plan(needed_paths())
     if reveal:  # the interpreter sits under a directory only root can enter
         assert result.status == "ERROR"
         assert "refusing to run untrusted code as root" in result.text
@@ -234,3 +245,263 @@ def test_interpreter_living_under_tmp_stays_reachable():
     )
     shutil.rmtree(holder, ignore_errors=True)
     assert completed.stdout.startswith("PASSED: 1 passed"), completed.stdout + completed.stderr
+
+
+# --- issue 14, item 10: what a hostile test could do as root before bubblewrap ---------
+
+GUARD_OFF = "import sitecustomize\nsitecustomize._deny = lambda what: None\n"
+"""One line turns the audit hook off: the tests below take the guard away first, so
+only the OS-level fences stand."""
+
+ROOMY = SandboxLimits(wall_s=25, cpu_s=15)
+"""For attacks that should end in a passing test: room for pytest on a loaded machine."""
+
+pytestmark_bwrap = pytest.mark.skipif(
+    find_bwrap() is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
+)
+
+
+@pytestmark_bwrap
+def test_host_files_are_not_there_even_with_the_guard_off(tmp_path):
+    (REPO / "artifacts").mkdir(exist_ok=True)
+    store_db = REPO / "artifacts" / f"sandbox-secret-{uuid.uuid4().hex}.db"
+    cached = Path.home() / ".cache" / f"sandbox-secret-{uuid.uuid4().hex}"
+    secrets = [store_db, cached]
+    for secret in secrets:
+        secret.write_text("secret-contents")
+    paths = [*map(str, secrets), str(REPO / "README.md"), "/etc/shadow", "/etc/passwd"]
+    tests = GUARD_OFF + (
+        f"PATHS = {paths!r}\n"
+        "def test_read():\n"
+        "    readable = []\n"
+        "    for path in PATHS:\n"
+        "        try:\n"
+        "            open(path, 'rb').read()\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        readable.append(path)\n"
+        "    assert readable == []\n"
+    )
+    try:
+        result = run_pytest("x = 1", tests, limits=ROOMY)
+    finally:
+        for secret in secrets:
+            secret.unlink(missing_ok=True)
+    assert result.text == "PASSED: 1 passed", result.text
+    assert "secret-contents" not in result.sandbox.output
+
+
+@pytestmark_bwrap
+def test_host_unix_sockets_are_unreachable():
+    (REPO / "artifacts").mkdir(exist_ok=True)
+    listeners = []
+    paths = [f"/tmp/rubric-sock-{uuid.uuid4().hex[:12]}", str(REPO / "artifacts" / "s.sock")]
+    for path in paths:
+        Path(path).unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        Path(path).chmod(0o777)  # as daemons that serve every local user leave theirs
+        listener.listen(8)
+        listener.setblocking(False)
+        listeners.append(listener)
+    tests = GUARD_OFF + (
+        "import socket\n"
+        f"PATHS = {paths!r}\n"
+        "def test_connect():\n"
+        "    reached = []\n"
+        "    for path in PATHS:\n"
+        "        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "        try:\n"
+        "            client.connect(path)\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        reached.append(path)\n"
+        "    assert reached == []\n"
+    )
+    try:
+        result = run_pytest("x = 1", tests, limits=ROOMY)
+        for listener in listeners:
+            with pytest.raises(BlockingIOError):
+                listener.accept()  # nothing ever reached the host's socket
+    finally:
+        for listener, path in zip(listeners, paths, strict=True):
+            listener.close()
+            Path(path).unlink(missing_ok=True)
+    assert result.text == "PASSED: 1 passed", result.text
+
+
+@pytestmark_bwrap
+def test_guard_switched_off_leaves_no_shell_and_no_host_writes():
+    markers = [Path("/tmp") / f"escape-{uuid.uuid4().hex}", REPO / f"escape-{uuid.uuid4().hex}"]
+    tests = GUARD_OFF + (
+        "import os, subprocess\n"
+        f"MARKERS = {list(map(str, markers))!r}\n"
+        "def test_escape():\n"
+        "    for shell in ('/bin/sh', '/usr/bin/sh', '/bin/bash'):\n"
+        "        try:\n"
+        "            subprocess.run([shell, '-c', 'touch ' + ' '.join(MARKERS)], check=False)\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        raise AssertionError('a shell ran: ' + shell)\n"
+        "    for marker in MARKERS:\n"
+        "        try:\n"
+        "            with open(marker, 'w') as handle:\n"
+        "                handle.write('owned')\n"
+        "        except OSError:\n"
+        "            pass\n"
+    )
+    try:
+        result = run_pytest("x = 1", tests, limits=ROOMY)
+        assert result.text == "PASSED: 1 passed", result.text
+        assert [m for m in markers if m.exists()] == []  # whatever ran inside, nothing persisted
+    finally:
+        for marker in markers:
+            marker.unlink(missing_ok=True)
+
+
+@pytestmark_bwrap
+def test_host_processes_and_their_command_lines_are_invisible():
+    import subprocess
+
+    secret = f"--api-key=sk-{uuid.uuid4().hex}"
+    neighbour = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", secret])
+    tests = GUARD_OFF + (
+        "import os\n"
+        f"SECRET = {secret!r}\n"
+        "def test_look():\n"
+        "    pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+        "    print('visible pids', pids)\n"
+        "    for pid in pids:\n"
+        "        try:\n"
+        "            cmdline = open(f'/proc/{pid}/cmdline', 'rb').read()\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        assert SECRET.encode() not in cmdline\n"
+        "    assert len(pids) <= 3  # bubblewrap's init, this process, and nothing of the host\n"
+    )
+    try:
+        result = run_pytest("x = 1", tests, limits=ROOMY)
+    finally:
+        neighbour.kill()
+        neighbour.wait()
+    assert result.text == "PASSED: 1 passed", result.text
+
+
+@pytestmark_bwrap
+def test_nothing_outside_can_be_signalled_or_traced():
+    tests = GUARD_OFF + (
+        "import ctypes, os, signal\n"
+        "def test_reach():\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]\n"
+        "    for pid in {1, os.getppid()}:\n"
+        "        assert libc.ptrace(16, pid, None, None) == -1  # PTRACE_ATTACH\n"
+        "        try:\n"
+        "            os.kill(pid, signal.SIGKILL)\n"
+        "        except (PermissionError, ProcessLookupError):\n"
+        "            continue\n"
+        "        raise AssertionError('killed pid %d' % pid)\n"
+    )
+    result = run_pytest("x = 1", tests, limits=ROOMY)
+    assert result.text == "PASSED: 1 passed", result.text
+    _assert_no_sandbox_processes_left(result)
+
+
+@pytestmark_bwrap
+def test_daemon_started_by_a_test_does_not_outlive_the_call():
+    tests = GUARD_OFF + (
+        "import os, time\n"
+        "def test_daemon():\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(60)\n"
+        "        os._exit(0)\n"
+        "    os.wait()\n"
+    )
+    result = run_pytest("x = 1", tests, limits=ROOMY)
+    assert result.text == "PASSED: 1 passed", result.text
+    _assert_no_sandbox_processes_left(result)
+
+
+@pytestmark_bwrap
+def test_processes_together_hit_the_memory_limit():
+    # Three children of 600 MiB each: each under the 1 GiB per-process limit, 1.8 GiB together.
+    tests = (
+        "import os, time\n"
+        "def test_hold():\n"
+        "    for _ in range(3):\n"
+        "        if os.fork() == 0:\n"
+        "            block = b'x' * (600 << 20)\n"
+        "            time.sleep(60)\n"
+        "            os._exit(0)\n"
+        "    for _ in range(3):\n"
+        "        os.wait()\n"
+    )
+    result = run_pytest("x = 1", tests, limits=SandboxLimits(wall_s=40, cpu_s=15))
+    assert result.status == "KILLED", result.text
+    assert result.text.startswith(
+        "KILLED: the tests' processes together used more than the 1024 MiB memory limit"
+    )
+    assert result.sandbox.memory_exceeded
+    _assert_no_sandbox_processes_left(result)
+
+
+@pytestmark_bwrap
+def test_files_together_hit_the_disk_limit():
+    # 40 files of 15 MiB: each under the 16 MiB file-size limit, 600 MiB together.
+    tests = (
+        "import os\n"
+        "import pathlib\n"
+        "def test_fill():\n"
+        "    written = 0\n"
+        "    try:\n"
+        "        for index in range(40):\n"
+        "            pathlib.Path(f'fill-{index}.bin').write_bytes(b'x' * (15 << 20))\n"
+        "            written += 1\n"
+        "    except OSError as exc:\n"
+        "        for path in pathlib.Path().glob('fill-*'):\n"
+        "            path.unlink()  # room again for pytest's own report\n"
+        "        raise AssertionError(f'written {written}: {exc}') from None\n"
+    )
+    result = run_pytest("x = 1", tests, limits=ROOMY)
+    assert result.status == "FAILED", result.text
+    assert "No space left on device" in result.text
+    assert "writable space (64 MiB for all files) is full" in result.text
+    assert int(re.search(r"written (\d+)", result.text).group(1)) <= 4
+
+
+def test_missing_bubblewrap_is_refused_with_how_to_install_it(monkeypatch):
+    monkeypatch.setenv("RUBRIC_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.delenv("RUBRIC_SANDBOX_ALLOW_WEAK", raising=False)
+    result = run_pytest("x = 1", "def test_x():\n    pass\n", limits=LIMITS)
+    assert result.status == "ERROR"
+    assert result.text.startswith("ERROR: the sandbox could not run the tests: bubblewrap")
+    assert "apt-get install bubblewrap" in result.text
+    assert "RUBRIC_SANDBOX_ALLOW_WEAK=1" in result.text
+
+
+def test_weak_fences_run_only_when_opted_in_and_warn(monkeypatch):
+    monkeypatch.setenv("RUBRIC_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.delenv("RUBRIC_SANDBOX_ALLOW_WEAK", raising=False)
+    with pytest.warns(RuntimeWarning, match="apt-get install bubblewrap"):
+        result = run_sandboxed(["-c", "print('ran')"], {}, limits=LIMITS, allow_weak_fences=True)
+    assert result.fences == "weak"
+    if result.error is None:  # a root host whose interpreter others cannot reach refuses
+        assert result.output.strip() == "ran"
+
+
+def test_runtime_requirements_carry_pytest_for_the_sandbox():
+    # Issue 14, item 15: `pip install -r requirements.txt` (the README's first command) must
+    # bring the pytest that run_test_suite runs; .ci/run also runs the find_duplicates demo
+    # to "satisfied" in a venv made from requirements.txt alone.
+    from importlib.metadata import version
+
+    pins = dict(
+        line.split("==", 1)
+        for line in (REPO / "requirements.txt").read_text().splitlines()
+        if "==" in line and not line.lstrip().startswith("#")
+    )
+    assert pins.get("pytest") == version("pytest")
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "-r requirements.txt" in ci and "examples/find_duplicates.py" in ci

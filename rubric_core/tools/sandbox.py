@@ -1,4 +1,15 @@
-"""Run untrusted Python in a throwaway directory: resource limits, no secrets, no network, no root."""
+"""Run untrusted Python in a throwaway sandbox: bubblewrap namespaces, resource limits, no secrets.
+
+The fences, outermost first: bubblewrap (new user, PID, mount, network, IPC and UTS
+namespaces; only the interpreter's directories mounted, read-only; a size-limited tmpfs
+as the only writable place; no-new-privileges), a fresh unprivileged uid per run on root
+hosts, rlimits per process, a total-memory watch over all of the run's processes, a
+wall clock, an allow-listed environment, and a Python audit hook as an early tripwire.
+
+Without bubblewrap the sandbox refuses to run (`apt-get install bubblewrap`), unless
+the caller opts in to the weaker fences that came before it (`allow_weak_fences=True`
+or `RUBRIC_SANDBOX_ALLOW_WEAK=1`), which warns.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +19,19 @@ import os
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from rubric_core.tools import _sandbox_bwrap as bw
+from rubric_core.tools import _sandbox_weak as weak
+from rubric_core.tools._sandbox_guard import SITECUSTOMIZE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,170 +48,10 @@ _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 _CONCURRENCY = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
 """At most this many sandboxes run at once in one process; the rest queue."""
 
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWNET = 0x40000000
+ALLOW_WEAK_ENV = "RUBRIC_SANDBOX_ALLOW_WEAK"
+"""Set to 1 to allow the weaker fences where bubblewrap is missing (a warning is issued)."""
 
-# The bootstrap runs as root (when the host is root) in a fresh, single-threaded
-# interpreter: it enters new network and mount namespaces, hides directories the
-# unprivileged user cannot reach anyway except for the interpreter's own path, sets
-# the resource limits, drops to the sandbox uid and execs the real command. Doing
-# this in a child of its own avoids `preexec_fn`, which is unsafe in threaded hosts.
-_BOOTSTRAP = r"""
-import ctypes, json, os, resource, sys
-cfg = json.loads(sys.argv[1])
-status_fd = cfg["status_fd"]
-notes = []
-no_namespaces = None if cfg["namespaces"] else "disabled"
-def report(extra):
-    os.write(status_fd, json.dumps(dict(extra, notes=notes)).encode())
-    os.close(status_fd)
-try:
-    if cfg["namespaces"]:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-        def mount(src, dst, fstype, flags, data):
-            if libc.mount(src and src.encode(), dst.encode(), fstype and fstype.encode(), flags, data and data.encode()) != 0:
-                raise OSError(ctypes.get_errno(), "mount " + dst + ": " + os.strerror(ctypes.get_errno()))
-        if libc.unshare(cfg["clone_flags"]) != 0:
-            no_namespaces = os.strerror(ctypes.get_errno())
-            notes.append("namespaces unavailable: " + no_namespaces)
-        else:
-            notes.append("network namespace (no interfaces up)")
-            mount(None, "/", None, 16384 | 262144, None)  # MS_REC | MS_PRIVATE
-            for blocked, children in cfg["reveal"].items():
-                fds = {c: os.open(os.path.join(blocked, c), os.O_PATH | os.O_DIRECTORY) for c in children}
-                mount("tmpfs", blocked, "tmpfs", 2 | 4, "mode=0755,size=1m")  # MS_NOSUID | MS_NODEV
-                for child, fd in fds.items():
-                    target = os.path.join(blocked, child)
-                    os.mkdir(target, 0o755)
-                    mount("/proc/self/fd/%d" % fd, target, None, 4096 | 16384, None)  # MS_BIND | MS_REC
-                    os.close(fd)
-                notes.append("hid " + blocked + " except " + ", ".join(children))
-            for shared in cfg["private_tmp"]:
-                if not os.path.isdir(shared) or os.path.islink(shared):
-                    continue
-                # the sandbox's own directory, and the interpreter if it lives in a temp dir
-                # (a venv under /tmp), are bound back into the fresh tmpfs
-                inside = [k for k in cfg["keep"] if k.startswith(shared.rstrip("/") + "/")]
-                fds = {k: os.open(k, os.O_PATH | os.O_DIRECTORY) for k in inside}
-                mount("tmpfs", shared, "tmpfs", 2 | 4, "mode=1777,size=64m")
-                for keep, fd in fds.items():
-                    os.makedirs(keep, 0o755)
-                    mount("/proc/self/fd/%d" % fd, keep, None, 4096 | 16384, None)
-                    os.close(fd)
-            notes.append("private " + ", ".join(cfg["private_tmp"]))
-    if no_namespaces and cfg["reveal"]:
-        raise PermissionError(
-            "the interpreter lives under " + ", ".join(cfg["reveal"]) + ", which the "
-            "unprivileged sandbox user cannot enter, and mount namespaces are unavailable ("
-            + no_namespaces + "); refusing to run untrusted code as root"
-        )
-    for name, value in cfg["rlimits"].items():
-        resource.setrlimit(getattr(resource, name), (value, value))
-    if cfg["uid"] is not None:
-        os.setgroups([])
-        os.setgid(cfg["gid"])
-        os.setuid(cfg["uid"])
-        notes.append("uid %d" % cfg["uid"])
-    os.chdir(cfg["workdir"])
-    os.umask(0o077)
-    report({"ok": True})
-except BaseException as exc:
-    report({"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
-    os._exit(97)
-try:
-    os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
-except OSError as exc:
-    os.write(2, ("sandbox: could not start %s: %s\n" % (cfg["argv"][0], exc)).encode())
-    os._exit(97)
-"""
-
-# Installed as sitecustomize in the sandbox: a tripwire inside Python itself that
-# refuses network sockets, writes outside the test directory, other processes'
-# environments and shell commands. The OS-level limits above are the real fence.
-_SITECUSTOMIZE = r'''
-"""Rubric Studio sandbox guard (audit hook); see rubric_core/tools/sandbox.py."""
-import os as _os
-import re as _re
-import socket as _socket
-import sys as _sys
-
-_ROOT = _os.path.realpath(__ROOT__)
-_SITE = __SITE__
-_PYTHON = {_os.path.realpath(_sys.executable), _sys.executable}
-_DEVICES = {"/dev/null", "/dev/tty", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/urandom"}
-_WRITE_FLAGS = _os.O_WRONLY | _os.O_RDWR | _os.O_APPEND | _os.O_CREAT | _os.O_TRUNC
-_ENVIRON_RE = _re.compile(r"^/proc/(\d+|thread-self|self)/(task/\d+/)?environ$")
-_PATH_EVENTS = {
-    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.chmod": (0,),
-    "os.chown": (0,), "os.truncate": (0,), "os.utime": (0,), "shutil.rmtree": (0,),
-    "os.rename": (0, 1), "os.symlink": (1,), "os.link": (1,), "os.chflags": (0,),
-    "os.setxattr": (0,), "os.removexattr": (0,), "os.mkfifo": (0,), "os.mknod": (0,),
-}
-_EXEC_EVENTS = {"os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen", "pty.spawn"}
-
-
-def _real(path):
-    try:
-        return _os.path.realpath(_os.fsdecode(path))
-    except Exception:
-        return None
-
-
-def _inside(path):
-    return path is not None and (path == _ROOT or path.startswith(_ROOT + _os.sep))
-
-
-def _deny(what):
-    raise PermissionError("sandbox: " + what)
-
-
-def _guard(event, args):
-    if event == "open":
-        path, mode, flags = args
-        if path is None or isinstance(path, int):
-            return
-        real = _real(path)
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(
-            (flags or 0) & _WRITE_FLAGS
-        )
-        if writing and not _inside(real) and real not in _DEVICES:
-            _deny("writing outside the test directory is not allowed: %s" % real)
-        match = _ENVIRON_RE.match(real or "")
-        if match and match.group(1) not in ("self", "thread-self", str(_os.getpid())):
-            _deny("reading another process's environment is not allowed")
-    elif event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"):
-        sock = args[0]
-        if getattr(sock, "family", None) != _socket.AF_UNIX:
-            _deny("network access is not allowed")
-    elif event in _PATH_EVENTS:
-        for index in _PATH_EVENTS[event]:
-            if index < len(args) and isinstance(args[index], (str, bytes, _os.PathLike)):
-                if not _inside(_real(args[index])):
-                    _deny("changing files outside the test directory is not allowed: %s" % _real(args[index]))
-    elif event == "os.system":
-        _deny("shell commands are not allowed")
-    elif event in _EXEC_EVENTS:
-        program = args[1] if event == "os.spawn" else args[0]
-        argv = args[2] if event == "os.spawn" else args[1]
-        if program is None and argv:
-            program = list(argv)[0] if not isinstance(argv, (str, bytes)) else argv
-        real = _real(program) if program is not None else None
-        flags = [a for a in (list(argv or [])[1:] if not isinstance(argv, (str, bytes)) else []) if isinstance(a, str) and a.startswith("-") and not a.startswith("--")]
-        if real not in _PYTHON and program not in _PYTHON:
-            _deny("starting programs other than Python is not allowed: %s" % program)
-        env = args[3] if event == "subprocess.Popen" else (args[2] if len(args) > 2 else None)
-        guarded = env is None or (
-            isinstance(env, dict) and _SITE in str(env.get("PYTHONPATH", env.get(b"PYTHONPATH", "")))
-        )
-        if not guarded or any(set(f[1:]) & set("IES") for f in flags[:3]):
-            _deny("starting Python without the sandbox guard is not allowed")
-    elif event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.call_function"):
-        _deny("native calls through ctypes are not allowed")
-
-
-_sys.addaudithook(_guard)
-'''
+_MONITOR_INTERVAL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -227,6 +81,15 @@ class SandboxLimits:
 
     nofile: int = 256
     """Open file descriptors per process (RLIMIT_NOFILE)."""
+
+    disk_bytes: int = 64 << 20
+    """Size of the tmpfs that is the sandbox's only writable place (bubblewrap only):
+    every file of every process together."""
+
+    total_memory_bytes: int | None = None
+    """Memory of all the sandbox's processes together (their proportional set size, so
+    pages forked children share count once); past it they are all killed. Polled every 0.1 s, so a burst can briefly overshoot it. `None` means
+    `memory_bytes`."""
 
     output_chars: int = 20_000
     """How much of the end of the combined output is kept."""
@@ -263,6 +126,12 @@ class SandboxResult:
     output_bytes: int = 0
     """Total size of the combined output (it is capped by the file-size limit)."""
 
+    memory_exceeded: bool = False
+    """Whether the processes together went past the total memory limit (then killed)."""
+
+    fences: str = "bubblewrap"
+    """`bubblewrap`, or `weak` when bubblewrap was missing and the caller opted in."""
+
     @property
     def signal_name(self) -> str | None:
         """Name of the signal that ended the run (`SIGKILL`, `SIGXCPU`, ...), if any."""
@@ -272,73 +141,6 @@ class SandboxResult:
             return signal.Signals(-self.returncode).name
         except ValueError:
             return f"signal {-self.returncode}"
-
-
-def _other_can_traverse(path: Path) -> bool:
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return False
-    return bool(mode & stat.S_IXOTH)
-
-
-def _reveal_plan(paths: list[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """Directories the sandbox user cannot enter on the way to `paths`.
-
-    Returns `(reveal, unfixable)`: `reveal` maps a blocked directory to the children the
-    bootstrap bind-mounts back inside a tmpfs over it; `unfixable` lists paths blocked
-    deeper down, which no single bind mount can open.
-    """
-    reveal: dict[str, set[str]] = {}
-    unfixable: list[str] = []
-    for raw in paths:
-        parts = Path(raw).resolve().parts
-        blocked = [
-            depth for depth in range(1, len(parts)) if not _other_can_traverse(Path(*parts[:depth]))
-        ]
-        if len(blocked) == 1:
-            depth = blocked[0]
-            reveal.setdefault(str(Path(*parts[:depth])), set()).add(parts[depth])
-        elif blocked:
-            unfixable.append(raw)
-    return {key: sorted(value) for key, value in reveal.items()}, unfixable
-
-
-_PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
-
-
-def _kept_in_private_tmp(sandbox_root: str) -> list[str]:
-    """Directories that must stay visible once the temp dirs are replaced: the sandbox's
-    own, and the interpreter's when it lives in one (say, a CI venv under /tmp)."""
-    candidates = sorted({sandbox_root, *(os.path.realpath(p) for p in _needed_paths())})
-    under_tmp = [
-        p
-        for p in candidates
-        if any(p.startswith(t + "/") for t in _PRIVATE_TMP) and os.path.isdir(p)
-    ]
-    # a directory inside another kept one comes along with it
-    return [p for p in under_tmp if not any(p.startswith(q + "/") for q in under_tmp if q != p)]
-
-
-def _needed_paths() -> list[str]:
-    """The interpreter, its standard library, the environment's site-packages and the
-    directories its `.pth` files add (the sandboxed interpreter reads them too)."""
-    paths = {os.path.realpath(sys.executable), sys.prefix, sys.base_prefix}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = sysconfig.get_paths().get(key)
-        if path and os.path.isdir(path):
-            paths.add(path)
-    for site_dir in {sysconfig.get_paths().get("purelib"), sysconfig.get_paths().get("platlib")}:
-        for pth in Path(site_dir or "/nonexistent").glob("*.pth"):
-            try:
-                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                continue
-            for line in lines:
-                entry = line.strip()
-                if entry.startswith("/") and os.path.isdir(entry):
-                    paths.add(entry)
-    return sorted(paths)
 
 
 def _processes_of(uid: int) -> list[int]:
@@ -424,83 +226,182 @@ def _tail(path: Path, limit_chars: int) -> str:
     return text
 
 
+def _tree(root_pid: int) -> list[int]:
+    """`root_pid` and every process below it (orphans of a PID namespace are reaped by
+    its init, which is below bubblewrap, so they stay in the tree)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat_file:
+                fields = stat_file.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [root_pid]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _memory_bytes(pids: list[int]) -> int:
+    """Proportional set size (Pss) of `pids` together: a page shared by forked
+    processes counts once in all, not once per process as resident size would."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+                for line in rollup:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _pids_of_run(root_pid: int, uid: int | None) -> list[int]:
+    pids = set(_tree(root_pid))
+    if uid is not None:
+        pids.update(_processes_of(uid))
+    return sorted(pids)
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _wait_watching(
+    process: subprocess.Popen[bytes], deadline: float, memory_cap: int, uid: int | None
+) -> tuple[int, bool, bool]:
+    """Wait for the sandbox; (returncode, timed_out, memory_exceeded). Every
+    `_MONITOR_INTERVAL_S` the resident memory of all its processes is summed."""
+    while True:
+        try:
+            remaining = deadline - time.monotonic()
+            return process.wait(timeout=max(0.0, min(_MONITOR_INTERVAL_S, remaining))), False, False
+        except subprocess.TimeoutExpired:
+            pass
+        pids = _pids_of_run(process.pid, uid)
+        over_memory = _memory_bytes(pids) > memory_cap
+        if over_memory or time.monotonic() >= deadline:
+            _kill_group(process.pid)
+            _kill_all(pids)
+            return process.wait(), not over_memory, over_memory
+
+
+def _weak_allowed(allow_weak_fences: bool | None) -> bool:
+    if allow_weak_fences is not None:
+        return allow_weak_fences
+    return os.environ.get(ALLOW_WEAK_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
 def run_sandboxed(
     args: list[str],
     files: dict[str, str],
     *,
     limits: SandboxLimits | None = None,
+    allow_weak_fences: bool | None = None,
 ) -> SandboxResult:
-    """Run `python <args>` in a fresh directory holding `files`, fenced in.
+    """Run `python <args>` in a fresh sandbox holding `files`, fenced in.
 
-    The child gets: a new empty directory (its cwd, HOME and TMPDIR), a minimal
+    With bubblewrap (Debian's `bubblewrap`, as Flatpak uses it) the child gets new
+    user, PID, mount, network, IPC and UTS namespaces; it sees only the interpreter's
+    directories and the system's shared libraries (read-only, no shell), its own files
+    in a tmpfs of `limits.disk_bytes` (its cwd, HOME and TMPDIR, and /tmp), a /proc
+    showing only its own processes, loopback only, no-new-privileges. On root hosts it
+    runs as a fresh unprivileged uid (root ignores RLIMIT_NPROC). Always: a minimal
     environment (no inherited variables, so no API keys), CPU/memory/process/file-size
-    limits, a wall-clock timeout that kills its whole process group, a Python audit hook
-    refusing network, outside writes and shell commands, and on root hosts a fresh
-    unprivileged uid (root ignores RLIMIT_NPROC) in its own network namespace, so
-    even loopback is unreachable, with private /tmp, /var/tmp and /dev/shm. If the
-    unprivileged uid cannot reach the interpreter and namespaces are unavailable, the
-    run is refused rather than done as root. Everything is deleted afterwards.
+    limits per process, a total resident-memory limit over all its processes, a
+    wall-clock timeout that kills them all, and an audit hook as a tripwire.
+    Everything is deleted afterwards.
+
+    Without bubblewrap it refuses (`.error` says to `apt-get install bubblewrap`)
+    unless `allow_weak_fences` (or `RUBRIC_SANDBOX_ALLOW_WEAK=1`) opts in to the
+    fences that came before: a fresh uid in hand-made network and mount namespaces,
+    which leave the host's files readable and its processes visible; it then warns.
 
     Environment knobs: `RUBRIC_SANDBOX_UID` fixes the uid (default: a fresh one per
-    run); `RUBRIC_SANDBOX_NO_NAMESPACES=1` skips the namespaces.
+    run); `RUBRIC_SANDBOX_BWRAP` names the bubblewrap binary;
+    `RUBRIC_SANDBOX_NO_NAMESPACES=1` skips the namespaces of the weak fences.
 
     Args:
         args: Arguments after the interpreter, e.g. `["-m", "pytest", "-q"]`.
         files: Relative file names and their text, written into the directory.
         limits: Resource limits; `SandboxLimits()` when omitted.
+        allow_weak_fences: Run with the weaker fences when bubblewrap is missing;
+            `None` reads `RUBRIC_SANDBOX_ALLOW_WEAK`.
 
     Returns:
         A `SandboxResult`; failures to start are in `.error`, never raised.
     """
     limits = limits or SandboxLimits()
+    bwrap = bw.find_bwrap()
+    if bwrap is None:
+        if not _weak_allowed(allow_weak_fences):
+            return SandboxResult(
+                returncode=None,
+                output="",
+                error=(
+                    "bubblewrap (bwrap) is not installed, and untrusted code runs only inside "
+                    f"it: install it with `{bw.INSTALL_HINT}` (Debian/Ubuntu; the package is "
+                    "`bubblewrap` elsewhere too), or opt in to weaker fences that leave the "
+                    f"host's files readable with {ALLOW_WEAK_ENV}=1"
+                ),
+            )
+        warnings.warn(
+            "bubblewrap is missing: running untrusted code with weaker fences (the host's "
+            f"files stay readable and its processes visible); `{bw.INSTALL_HINT}` fixes it",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     with _CONCURRENCY:
-        return _run(args, files, limits)
+        return _run(args, files, limits, bwrap)
 
 
-def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> SandboxResult:
+def _stage(root: Path, files: dict[str, str], inside_root: str) -> tuple[Path, Path]:
+    """Write the test's files and the guard into `root`; (files dir, guard dir)."""
+    src = root / "work"
+    site_dir = root / "site"
+    src.mkdir(mode=0o755)
+    site_dir.mkdir(mode=0o755)
+    (site_dir / "sitecustomize.py").write_text(
+        SITECUSTOMIZE.replace("__ROOT__", repr(inside_root)).replace(
+            "__SITE__", repr(bw.SITE_DIR if inside_root == bw.WORKDIR else str(site_dir))
+        ),
+        encoding="utf-8",
+    )
+    (site_dir / "sitecustomize.py").chmod(0o644)
+    for name, text in files.items():
+        target = (src / name).resolve()
+        if not str(target).startswith(str(src.resolve()) + os.sep):
+            msg = f"sandbox file name {name!r} points outside the sandbox directory"
+            raise ValueError(msg)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        target.write_text(text, encoding="utf-8")
+        target.chmod(0o644)
+    return src, site_dir
+
+
+def _run(
+    args: list[str], files: dict[str, str], limits: SandboxLimits, bwrap: str | None
+) -> SandboxResult:
     is_root = os.geteuid() == 0
     root = Path(tempfile.mkdtemp(prefix="rubric-sandbox-"))
     try:
         root.chmod(0o755)
-        workdir = root / "work"
-        site_dir = root / "site"
-        workdir.mkdir(mode=0o700)
-        site_dir.mkdir(mode=0o755)
-        (workdir / "tmp").mkdir(mode=0o700)
-        (site_dir / "sitecustomize.py").write_text(
-            _SITECUSTOMIZE.replace("__ROOT__", repr(str(workdir.resolve()))).replace(
-                "__SITE__", repr(str(site_dir))
-            ),
-            encoding="utf-8",
-        )
-        (site_dir / "sitecustomize.py").chmod(0o644)
-        for name, text in files.items():
-            target = (workdir / name).resolve()
-            if not str(target).startswith(str(workdir.resolve()) + os.sep):
-                msg = f"sandbox file name {name!r} points outside the sandbox directory"
-                raise ValueError(msg)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-
+        inside = bw.WORKDIR if bwrap else str((root / "work").resolve())
+        workdir, site_dir = _stage(root, files, inside)
         isolation: list[str] = []
         uid: int | None = None
         owns_uid = False
-        reveal: dict[str, list[str]] = {}
         if is_root:
             uid, owns_uid = _pick_uid()
-            reveal, unfixable = _reveal_plan(_needed_paths())
-            if unfixable:
-                return SandboxResult(
-                    returncode=None,
-                    output="",
-                    error=(
-                        "cannot run untrusted code as an unprivileged user: the interpreter "
-                        f"path {unfixable[0]} is not readable by other users; refusing to "
-                        "run it as root"
-                    ),
-                )
-            for path in (workdir, workdir / "tmp", *workdir.rglob("*")):
-                os.chown(path, uid, uid)
         nproc = limits.nproc
         if not is_root:
             # RLIMIT_NPROC counts every process of the real uid; leave room for those.
@@ -514,15 +415,16 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
             "RLIMIT_NOFILE": int(limits.nofile),
             "RLIMIT_CORE": 0,
         }
+        tmpdir = bw.TMPDIR if bwrap else str(workdir / "tmp")
         env = {
             "PATH": _SAFE_PATH,
-            "HOME": str(workdir),
-            "TMPDIR": str(workdir / "tmp"),
+            "HOME": inside,
+            "TMPDIR": tmpdir,
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
             "USER": "sandbox",
             "LOGNAME": "sandbox",
-            "PYTHONPATH": str(site_dir),
+            "PYTHONPATH": bw.SITE_DIR if bwrap else str(site_dir),
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONNOUSERSITE": "1",
             "PYTHONHASHSEED": "0",
@@ -531,26 +433,39 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
             "COLUMNS": "200",
         }
         status_read, status_write = os.pipe()
-        config = {
+        config: dict[str, Any] = {
             "status_fd": status_write,
-            "namespaces": is_root and not os.environ.get("RUBRIC_SANDBOX_NO_NAMESPACES"),
-            "clone_flags": _CLONE_NEWNET | _CLONE_NEWNS,
-            "reveal": reveal,
-            "keep": _kept_in_private_tmp(str(root.resolve())),
-            "private_tmp": list(_PRIVATE_TMP),
             "rlimits": rlimits,
             "uid": uid,
             "gid": uid,
-            "workdir": str(workdir),
+            "workdir": inside,
             "argv": [sys.executable, *args],
             "env": env,
         }
+        if bwrap:
+            prefix, notes = bw.bwrap_argv(
+                bwrap,
+                host_src=str(workdir),
+                host_site=str(site_dir),
+                disk_bytes=limits.disk_bytes,
+                drop_to_uid=uid is not None,
+            )
+            isolation.extend(notes)
+            config.update(src=bw.SRC_DIR, tmpdir=tmpdir, sandbox=bw.SANDBOX_DIR)
+            command = [*prefix, "--", sys.executable, "-I", "-S", "-c", bw.BOOTSTRAP]
+        else:
+            prepared = _prepare_weak(workdir, uid, config, root)
+            if isinstance(prepared, SandboxResult):
+                os.close(status_read)
+                os.close(status_write)
+                return prepared
+            command = [sys.executable, "-I", "-S", "-c", weak.BOOTSTRAP]
         log_path = root / "output.log"
         started = time.monotonic()
         with log_path.open("wb") as log:
             try:
                 process = subprocess.Popen(
-                    [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(config)],
+                    [*command, json.dumps(config)],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -571,16 +486,15 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
         except json.JSONDecodeError:
             status = {}
         isolation.extend(status.get("notes", []))
-        timed_out = False
-        try:
-            returncode = process.wait(
-                timeout=max(0.1, limits.wall_s - (time.monotonic() - started))
-            )
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(process.pid)
-            returncode = process.wait()
+        returncode, timed_out, memory_exceeded = _wait_watching(
+            process,
+            started + limits.wall_s,
+            limits.total_memory_bytes or limits.memory_bytes,
+            uid if owns_uid else None,
+        )
         duration = time.monotonic() - started
+        if bwrap and returncode is not None and 128 < returncode < 128 + 65:
+            returncode = 128 - returncode  # bubblewrap exits 128+N when a signal N ended the child
         # Background children left behind (in the group, or escaped with setsid).
         _kill_group(process.pid)
         leftovers = kill_uid(uid) if (uid is not None and owns_uid) else 0
@@ -588,12 +502,15 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
             f"limits: cpu {limits.cpu_s}s, memory {limits.memory_bytes >> 20} MiB, "
             f"{limits.nproc} processes, files {limits.fsize_bytes >> 20} MiB, wall {limits.wall_s:g}s"
         )
-        error = (
-            None if status.get("ok", False) else status.get("error", "the sandbox did not start")
-        )
+        output = _tail(log_path, limits.output_chars)
+        error = None
+        if not status.get("ok", False):
+            error = status.get("error") or (
+                "the sandbox did not start: " + (output.strip().splitlines() or ["no output"])[-1]
+            )
         return SandboxResult(
             returncode=returncode,
-            output=_tail(log_path, limits.output_chars),
+            output=output,
             timed_out=timed_out,
             duration_s=duration,
             isolation=isolation,
@@ -601,6 +518,40 @@ def _run(args: list[str], files: dict[str, str], limits: SandboxLimits) -> Sandb
             uid=uid,
             leftover_killed=leftovers,
             output_bytes=log_path.stat().st_size,
+            memory_exceeded=memory_exceeded,
+            fences="bubblewrap" if bwrap else "weak",
         )
     finally:
         _rmtree(root)
+
+
+def _prepare_weak(
+    workdir: Path, uid: int | None, config: dict[str, Any], root: Path
+) -> SandboxResult | None:
+    """Fill `config` for the weak fences' bootstrap; a result when it must refuse."""
+    (workdir / "tmp").mkdir(mode=0o700)
+    workdir.chmod(0o700)
+    reveal: dict[str, list[str]] = {}
+    if uid is not None:
+        reveal, unfixable = weak.reveal_plan(bw.needed_paths())
+        if unfixable:
+            return SandboxResult(
+                returncode=None,
+                output="",
+                error=(
+                    "cannot run untrusted code as an unprivileged user: the interpreter "
+                    f"path {unfixable[0]} is not readable by other users; refusing to "
+                    "run it as root"
+                ),
+                fences="weak",
+            )
+        for path in (workdir, *workdir.rglob("*")):
+            os.chown(path, uid, uid)
+    config.update(
+        namespaces=uid is not None and not os.environ.get("RUBRIC_SANDBOX_NO_NAMESPACES"),
+        clone_flags=weak.CLONE_FLAGS,
+        reveal=reveal,
+        keep=weak.kept_in_private_tmp(str(root.resolve()), bw.needed_paths()),
+        private_tmp=list(weak.PRIVATE_TMP),
+    )
+    return None

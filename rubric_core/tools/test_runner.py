@@ -102,9 +102,20 @@ def _summarise(result: SandboxResult, limits: SandboxLimits) -> TestRunResult:
         notes.extend(f"note: the sandbox refused: {what}" for what in refused)
     if "BlockingIOError" in output or "Resource temporarily unavailable" in output:
         notes.append(f"note: the process limit ({limits.nproc}) stopped new processes")
+    if "No space left on device" in output:
+        notes.append(
+            f"note: the sandbox's writable space ({limits.disk_bytes >> 20} MiB for all files) is full"
+        )
 
     if result.error and result.returncode in (None, 97):
         status, head = "ERROR", f"ERROR: the sandbox could not run the tests: {result.error}"
+    elif result.memory_exceeded:
+        total_mib = (limits.total_memory_bytes or limits.memory_bytes) >> 20
+        status = "KILLED"
+        head = (
+            f"KILLED: the tests' processes together used more than the {total_mib} MiB "
+            "memory limit; all of them were killed"
+        )
     elif result.timed_out:
         status = "TIMEOUT"
         head = (
