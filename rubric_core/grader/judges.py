@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
+from rubric_core.grader.direct import DirectGrader
 from rubric_core.grader.panel import Panel, judge_name
 from rubric_core.grader.subagent import Grader
 from rubric_core.schema import MAX_ITERATIONS_LIMIT
@@ -88,7 +89,10 @@ def build_judges(
     budget_chars: int,
 ) -> Grader | Panel | None:
     """One `Grader` per judge: the grader itself when there is one, a `Panel` of several,
-    `None` when there is none (code checks only)."""
+    `None` when there is none (code checks only).
+
+    Without tools a judge is a `DirectGrader` (its model called directly, no sub-agent
+    graph); with tools, a `Grader` whose sub-agent runs the tool loop."""
     graders = [
         Grader(
             judge,
@@ -96,6 +100,10 @@ def build_judges(
             tools=list(tools),
             retry=retry,
             budget_chars=budget_chars,
+        )
+        if tools
+        else DirectGrader(
+            judge, system_prompt=system_prompt, retry=retry, budget_chars=budget_chars
         )
         for judge in judges
     ]

@@ -80,6 +80,29 @@ class GraderOutcome:
     """Only from a `Panel`: every judge's own verdict, kept on the pass's record."""
 
 
+def check_corrections(messages: Sequence[BaseMessage], limit: int) -> None:
+    """Raise `GraderOutputError` once a grader call's verdicts were rejected `limit` times.
+
+    Every GraderResponse call still in the conversation when the model is asked again was
+    rejected: invalid JSON, a failed validation, a contradiction.
+    """
+    attempts = sum(
+        1
+        for m in messages
+        if isinstance(m, AIMessage)
+        and any(
+            call.get("name") == "GraderResponse" for call in [*m.tool_calls, *m.invalid_tool_calls]
+        )
+    )
+    if attempts > limit:
+        last = next((str(m.content) for m in reversed(messages) if isinstance(m, ToolMessage)), "")
+        msg = (
+            f"the grader did not produce a valid GraderResponse after {limit} "
+            f"corrections; the last rejection: {rejection_reason(last)}"
+        )
+        raise GraderOutputError(msg)
+
+
 class _CorrectionLimit(AgentMiddleware[AgentState[Any], Any, Any]):
     """Ends a grader call whose verdicts keep being rejected, after `limit` corrections."""
 
@@ -88,26 +111,7 @@ class _CorrectionLimit(AgentMiddleware[AgentState[Any], Any, Any]):
         self.limit = limit
 
     def _check(self, messages: Sequence[BaseMessage]) -> None:
-        # Every GraderResponse call still in the conversation when the model is asked
-        # again was rejected: invalid JSON, a failed validation, a contradiction.
-        attempts = sum(
-            1
-            for m in messages
-            if isinstance(m, AIMessage)
-            and any(
-                call.get("name") == "GraderResponse"
-                for call in [*m.tool_calls, *m.invalid_tool_calls]
-            )
-        )
-        if attempts > self.limit:
-            last = next(
-                (str(m.content) for m in reversed(messages) if isinstance(m, ToolMessage)), ""
-            )
-            msg = (
-                f"the grader did not produce a valid GraderResponse after {self.limit} "
-                f"corrections; the last rejection: {rejection_reason(last)}"
-            )
-            raise GraderOutputError(msg)
+        check_corrections(messages, self.limit)
 
     # Checked around the model call rather than in a before_model hook: a hook is a graph
     # node of its own, and every node of the grader adds checkpoints to the caller's thread.
