@@ -95,14 +95,14 @@ class _Conversation:
             msg = f"the grader model returned a {type(reply).__name__}, not an AIMessage"
             raise TypeError(msg)
         reply.name = RUBRIC_GRADER_MESSAGE_SOURCE
-        tokens = reply.usage_metadata or {}
-        usage.input_tokens += int(tokens.get("input_tokens", 0) or 0)
-        usage.output_tokens += int(tokens.get("output_tokens", 0) or 0)
+        if reply.usage_metadata is not None:
+            usage.input_tokens += int(reply.usage_metadata.get("input_tokens", 0) or 0)
+            usage.output_tokens += int(reply.usage_metadata.get("output_tokens", 0) or 0)
         self.messages.append(reply)
         verdicts = [c for c in reply.tool_calls if c["name"] == GraderResponse.__name__]
         if len(verdicts) > 1:
-            error = MultipleStructuredOutputsError([c["name"] for c in verdicts], reply)
-            self._reject(error, [c["id"] for c in verdicts])
+            several = MultipleStructuredOutputsError([c["name"] for c in verdicts], reply)
+            self._reject(several, [c["id"] for c in verdicts])
             return None
         if verdicts:
             try:

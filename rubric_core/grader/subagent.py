@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents import create_agent
 from langchain.agents.middleware.types import AgentMiddleware, AgentState
 from langchain.agents.structured_output import ToolStrategy
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 
 from rubric_core.errors import RubricStudioError
 from rubric_core.grader.align import align_criteria
+from rubric_core.grader.caching import payload_message, wants_cache_markers
 from rubric_core.grader.prompt import (
     GRADER_SYSTEM_PROMPT,
-    build_payload,
     coverage_correction,
+    payload_parts,
     rejection_message,
     rejection_reason,
 )
@@ -271,6 +272,7 @@ class Grader:
         self._tools = list(tools)
         self._retry = retry
         self._budget_chars = budget_chars
+        self._cache_markers = wants_cache_markers(model)
         self._agent: CompiledStateGraph[Any, Any, Any, Any] | None = None
 
     @property
@@ -301,6 +303,7 @@ class Grader:
         usage: GraderUsage,
         *,
         checked: Sequence[CriterionVerdict] = (),
+        nonce: str | None = None,
     ) -> GraderOutcome:
         """One grading pass, synchronously.
 
@@ -315,12 +318,16 @@ class Grader:
             usage: Where the pass's attempts and tokens are added, even if it raises.
             checked: Verdicts code checks decided this pass, shown to the grader as
                 evidence; `criteria` must not include them.
+            nonce: The grading run's payload nonce (`nonce.grading_nonce`), so its passes
+                share a payload prefix; a fresh one per payload if `None`.
 
         Raises:
             Exception: Whatever the grader raised once retries were spent (the loop
                 records it as `grader_error`); `GraphBubbleUp` at once.
         """
-        ask = functools.partial(self._input, rubric, criteria, messages, iteration, checked)
+        ask = functools.partial(
+            self._input, rubric, criteria, messages, iteration, checked, nonce=nonce
+        )
         first = self._call(ask(), usage)
         if (correction := _coverage_problem(criteria, first, iteration)) is not None:
             with _keeping_the_first_verdict():
@@ -336,9 +343,12 @@ class Grader:
         usage: GraderUsage,
         *,
         checked: Sequence[CriterionVerdict] = (),
+        nonce: str | None = None,
     ) -> GraderOutcome:
         """One grading pass, asynchronously. Mirrors `grade`; only the calls are awaited."""
-        ask = functools.partial(self._input, rubric, criteria, messages, iteration, checked)
+        ask = functools.partial(
+            self._input, rubric, criteria, messages, iteration, checked, nonce=nonce
+        )
         first = await self._acall(ask(), usage)
         if (correction := _coverage_problem(criteria, first, iteration)) is not None:
             with _keeping_the_first_verdict():
@@ -353,8 +363,10 @@ class Grader:
         iteration: int,
         checked: Sequence[CriterionVerdict],
         correction: str | None = None,
+        *,
+        nonce: str | None = None,
     ) -> dict[str, Any]:
-        payload = build_payload(
+        parts = payload_parts(
             rubric,
             criteria,
             messages,
@@ -362,8 +374,9 @@ class Grader:
             budget_chars=self._budget_chars,
             correction=correction,
             checked=checked,
+            nonce=nonce,
         )
-        return {"messages": [HumanMessage(payload)]}
+        return {"messages": [payload_message(parts, cache_markers=self._cache_markers)]}
 
     # The retry loops: `_Attempt` holds everything but the call and the wait.
 
