@@ -87,6 +87,12 @@ class ReplayChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"scenario": self.scenario}
 
+    def __repr_args__(self) -> Any:
+        # What names a replay model; not its script or its recorded calls. LangChain's
+        # callbacks serialise every model through repr() once per instance, and comparing
+        # and printing a whole scenario script cost more than the replay itself.
+        return [("scenario", self.scenario), ("latency_s", self.latency_s), ("cycle", self.cycle)]
+
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ReplayChatModel:
         # The script already says which tools are called; binding changes nothing.
         return self

@@ -12,14 +12,31 @@ from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation
 
 if TYPE_CHECKING:
     import threading
+    from collections.abc import Awaitable
 
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
-    from langgraph.runtime import Runtime
+    from langgraph.types import Durability
 
     from rubric_core.runs.spec import RunSpec
 
-__all__ = ["StopRun", "build_agent", "resolve_models", "run_config"]
+__all__ = ["RUN_DURABILITY", "StopRun", "build_agent", "resolve_models", "run_config"]
+
+RUN_DURABILITY: Durability = "async"
+"""How a run's agent writes its checkpoints (`agent.invoke(..., durability=...)`).
+
+`"async"`: each step's checkpoint is written while the next step runs, and the run
+waits for it before it returns. A killed process loses at most the checkpoints of the
+step in flight and the one before, so a resumed run repeats at most those steps of
+the same grading run: an `after_agent` step repeated grades that pass again, and the
+recorder stores it under the same `(grading_run_id, iteration)`, replacing it, never
+adding a second one. The graded passes themselves do not depend on checkpoints: they
+are committed to the store (synchronous=FULL) before the loop goes on.
+`"sync"` would narrow the window to the step in flight for ~1 ms more CPU per run
+(measured in BENCHMARKS.md, section 1); `"exit"` writes only at the end, so a crashed
+run could not resume its grading run at all: rejected.
+"""
 
 _RECURSION_STEPS_PER_PASS = 100
 """Graph steps allowed per grading pass (tool-calling agents take many steps per draft)."""
@@ -43,17 +60,36 @@ class StopRun(RubricStudioError):
 
 
 class _StopMiddleware(AgentMiddleware[Any, Any, Any]):
-    """Raises `StopRun` before the agent's next model call once a stop was requested."""
+    """Raises `StopRun` before the agent's next model call once a stop was requested.
+
+    Checked around the model call, not in a `before_model` hook: a hook is a graph node
+    of its own, one more step and one more checkpoint before every model call.
+    """
 
     def __init__(self, event: threading.Event) -> None:
         super().__init__()
         self._event = event
 
-    def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def _check(self) -> None:
         if self._event.is_set():
             msg = "stopped on request"
             raise StopRun(msg)
-        return None
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        self._check()
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        self._check()
+        return await handler(request)
 
 
 def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel]:

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from rubric_core.messages import final_answer, is_grader_feedback
-from rubric_core.runs.agents import StopRun, build_agent, resolve_models, run_config
+from rubric_core.runs.agents import (
+    RUN_DURABILITY,
+    StopRun,
+    build_agent,
+    resolve_models,
+    run_config,
+)
 from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
 from rubric_core.runs.spec import RunSpec, SpecError, spec_from_run, validate_spec
 from rubric_core.schema import RubricEvaluation
@@ -424,7 +430,7 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
     values: dict[str, Any] = {}
     try:
         try:
-            result = agent.invoke(prepared.agent_input, config)
+            result = agent.invoke(prepared.agent_input, config, durability=RUN_DURABILITY)
             values = dict(result or {})
             with contextlib.suppress(Exception):
                 values = {**values, **agent.get_state(config).values}
