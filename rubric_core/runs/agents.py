@@ -23,19 +23,19 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_DURABILITY", "StopRun", "build_agent", "resolve_models", "run_config"]
 
-RUN_DURABILITY: Durability = "async"
+RUN_DURABILITY: Durability = "sync"
 """How a run's agent writes its checkpoints (`agent.invoke(..., durability=...)`).
 
-`"async"`: each step's checkpoint is written while the next step runs, and the run
-waits for it before it returns. A killed process loses at most the checkpoints of the
-step in flight and the one before, so a resumed run repeats at most those steps of
-the same grading run: an `after_agent` step repeated grades that pass again, and the
-recorder stores it under the same `(grading_run_id, iteration)`, replacing it, never
-adding a second one. The graded passes themselves do not depend on checkpoints: they
-are committed to the store (synchronous=FULL) before the loop goes on.
-`"sync"` would narrow the window to the step in flight for ~1 ms more CPU per run
-(measured in BENCHMARKS.md, section 1); `"exit"` writes only at the end, so a crashed
-run could not resume its grading run at all: rejected.
+`"sync"`: each step's checkpoint is written before the next step starts. A graded pass
+is committed to the store (synchronous=FULL) inside its `after_agent` step and that
+step's checkpoint follows at once, so a killed process resumes after the last pass it
+stored and goes on with the same grading run. LangGraph's default, `"async"`, writes a
+step's checkpoint while the next step runs: a kill just after a pass was stored could
+lose its checkpoint, and the resumed run would grade that pass again and replace its
+record (`tests/test_runner.py::test_killed_process_keeps_its_passes_and_the_run_resumes`
+catches exactly that). The price is about 1 ms of CPU per run (BENCHMARKS.md, section 8),
+nothing next to a model call. `"exit"` writes only at the end: a crashed run could not
+resume its grading run at all.
 """
 
 _RECURSION_STEPS_PER_PASS = 100
@@ -66,12 +66,12 @@ class _StopMiddleware(AgentMiddleware[Any, Any, Any]):
     of its own, one more step and one more checkpoint before every model call.
     """
 
-    def __init__(self, event: threading.Event) -> None:
+    def __init__(self, stopped: Callable[[], bool]) -> None:
         super().__init__()
-        self._event = event
+        self._stopped = stopped
 
     def _check(self) -> None:
-        if self._event.is_set():
+        if self._stopped():
             msg = "stopped on request"
             raise StopRun(msg)
 
@@ -116,6 +116,7 @@ def build_agent(
     stop_event: threading.Event | None = None,
     agent_llm: BaseChatModel | None = None,
     grader_llm: BaseChatModel | None = None,
+    stopped: Callable[[], bool] | None = None,
 ) -> Any:
     """Create the agent a spec describes, with `RubricMiddleware` as its grader.
 
@@ -126,6 +127,8 @@ def build_agent(
         stop_event: When set, the agent stops before its next model call (`StopRun`).
         agent_llm: Use this model instance instead of resolving `spec.agent_model`.
         grader_llm: Use this model instance instead of resolving `spec.grader_model`.
+        stopped: Instead of `stop_event`: asked before each model call whether to stop
+            (a shared agent asks the stop switch of the run it is executing).
 
     Returns:
         The compiled agent graph.
@@ -150,8 +153,10 @@ def build_agent(
         keep="best" if spec.keep == "best" else "last",
     )
     middleware: list[AgentMiddleware[Any, Any, Any]] = []
-    if stop_event is not None:
-        middleware.append(_StopMiddleware(stop_event))
+    if stopped is None and stop_event is not None:
+        stopped = stop_event.is_set
+    if stopped is not None:
+        middleware.append(_StopMiddleware(stopped))
     middleware.append(grader)
     if spec.agent_kind == "deep":
         from deepagents import create_deep_agent

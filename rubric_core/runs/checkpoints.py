@@ -144,7 +144,7 @@ class CheckpointerPool:
     checkpoint that follows it survived would never be graded again. So the passes pay
     an fsync each (grouped across concurrent runs by the store's writer) and the
     checkpoints, several per pass, do not. The agent writes them with
-    `agents.RUN_DURABILITY` (`"async"`). A grader without tools writes none at all (it is
+    `agents.RUN_DURABILITY` (`"sync"`). A grader without tools writes none at all (it is
     called directly, `grader.direct`); a grader with tools runs a sub-agent whose
     checkpoints go under its own namespace in the run's thread, so a tool that
     interrupts (human in the loop) resumes where it stopped.
