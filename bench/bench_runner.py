@@ -131,8 +131,13 @@ def main() -> None:
         ]
     command = "python bench/bench_runner.py " + " ".join(sys.argv[1:])
     text = "\n".join(
-        [f"`{command.strip()}`", "", f"Load before: `{load_before}`; after: `{load_after}`", ""]
-        + lines
+        [
+            f"`{command.strip()}`",
+            "",
+            f"Load before: `{load_before}`; after: `{load_after}`",
+            "",
+            *lines,
+        ]
     )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text + "\n")
