@@ -31,8 +31,14 @@ _HERE = Path(__file__).resolve().parents[1]
 _SCENARIO = "needs_revision_then_satisfied"
 
 
-def measure(runs: int) -> dict[str, float]:
-    """Run `runs` runs in this process (after one warm-up); CPU and wall ms per run."""
+def measure(runs: int, durability: str | None = None) -> dict[str, float]:
+    """Run `runs` runs in this process (after one warm-up); CPU and wall ms per run.
+
+    `durability` overrides the runner's checkpoint durability mode (`RUN_DURABILITY`)."""
+    if durability is not None:
+        import rubric_core.runs.execute
+
+        rubric_core.runs.execute.RUN_DURABILITY = durability  # type: ignore[assignment]
     from rubric_core.models import load_scenario
     from rubric_core.runs import RunSpec, run_once
     from rubric_core.store import Store
@@ -67,10 +73,11 @@ def measure(runs: int) -> dict[str, float]:
     }
 
 
-def _child(tree: Path, runs: int) -> dict[str, float]:
+def _child(tree: Path, runs: int, durability: str | None) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    extra = ["--durability", durability] if durability else []
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", "--runs", str(runs)],
+        [sys.executable, str(Path(__file__).resolve()), "--child", "--runs", str(runs), *extra],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -86,23 +93,33 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--baseline-tree", type=Path, default=None)
+    parser.add_argument(
+        "--durabilities",
+        nargs="+",
+        default=None,
+        help="also run this tree with each of these checkpoint durability modes",
+    )
+    parser.add_argument("--durability", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(_HERE / "bench" / "results" / "runner.md"))
     args = parser.parse_args()
     if args.child:
         sys.path.insert(0, os.getcwd())
-        print(json.dumps(measure(args.runs)))
+        print(json.dumps(measure(args.runs, args.durability)))
         return
 
-    trees = {"this tree": _HERE}
+    trees: dict[str, tuple[Path, str | None]] = {"this tree": (_HERE, None)}
     if args.baseline_tree is not None:
-        trees["baseline tree"] = args.baseline_tree.resolve()
+        trees["baseline tree"] = (args.baseline_tree.resolve(), None)
+    for mode in args.durabilities or ():
+        trees[f"this tree, durability={mode!r}"] = (_HERE, mode)
     load_before = Path("/proc/loadavg").read_text().strip()
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     for r in range(args.rounds):
-        order = list(trees) if r % 2 == 0 else list(reversed(trees))
+        order = list(trees) if r % 2 == 0 else list(reversed(list(trees)))
         for name in order:
-            rounds[name].append(_child(trees[name], args.runs))
+            tree, mode = trees[name]
+            rounds[name].append(_child(tree, args.runs, mode))
     load_after = Path("/proc/loadavg").read_text().strip()
 
     def med(name: str, key: str) -> float:
