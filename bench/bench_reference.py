@@ -7,7 +7,10 @@ Figures are ratios ours/theirs measured in one run:
    median over interleaved runs (ours, theirs, ours, ...), so drift hits both alike;
 2. the grader's input on a long transcript (60 messages, 20 kB tool outputs): its size,
    and whether the original request and the final answer reach the grader whole;
-3. peak memory (tracemalloc) of 1,000 checkpointed runs, one thread each, sharing one
+3. prompt-cache reuse across passes: on the same 60-message transcript graded three
+   times (needs_revision, needs_revision, satisfied; the agent revises its final answer
+   in between), the share of pass N+1's grader input that is a byte prefix of pass N's;
+4. peak memory (tracemalloc) of 1,000 checkpointed runs, one thread each, sharing one
    InMemorySaver (one "thread family"), and what the checkpointer retains afterwards.
 
 Usage:
@@ -130,6 +133,47 @@ def bench_payload() -> dict:
     return out
 
 
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of two strings (binary search on slices)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def bench_prefix() -> dict:
+    request = "REQUEST-START " + "Please summarise these pages. " * 300 + "REQUEST-END"
+
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch a page."""
+        return f"page {page}: " + ("lorem ipsum " * 1_700)
+
+    finals = [f"FINAL-{n} " + f"The summary, version {n}, says this. " * 250 for n in (1, 2, 3)]
+    agent_turns = [tool_call_turn("fetch", {"page": i}) for i in range(29)]
+    agent_turns += [AIMessage(final) for final in finals]
+    grader_turns = [_verdicts()[0], _verdicts()[0], _verdicts()[1]]
+    out = {}
+    for which in ("ours", "theirs"):
+        agent, _, grader_model = build(
+            which, agent_turns=agent_turns, grader_turns=grader_turns, tools=[fetch]
+        )
+        result = agent.invoke({"messages": [HumanMessage(request)], "rubric": RUBRIC})
+        assert len(grader_model.calls) == 3, (which, len(grader_model.calls))
+        assert len(result["messages"]) >= 60, len(result["messages"])
+        inputs = ["\n".join(str(m.content) for m in call) for call in grader_model.calls]
+        shares = [
+            _common_prefix(inputs[n], inputs[n + 1]) / len(inputs[n + 1])
+            for n in range(len(inputs) - 1)
+        ]
+        out[which] = {"shares": shares, "chars": [len(text) for text in inputs]}
+    return out
+
+
 def bench_memory(runs: int) -> dict:
     out = {}
     for which in ("ours", "theirs"):
@@ -168,6 +212,7 @@ def main() -> None:
 
     overhead = bench_overhead(args.runs)
     payload = bench_payload()
+    prefix = bench_prefix()
     memory = bench_memory(args.memory_runs)
 
     yes = {True: "yes", False: "no"}
@@ -184,6 +229,12 @@ def main() -> None:
         f"{yes[payload['theirs']['final_whole']]} | |",
         f"| tool outputs represented (of 29) | {payload['ours']['tool_outputs_seen']} | "
         f"{payload['theirs']['tool_outputs_seen']} | |",
+        *(
+            f"| grader input of pass {n + 2} that is a byte prefix of pass {n + 1}'s "
+            f"(60-message transcript) | {prefix['ours']['shares'][n]:.0%} | "
+            f"{prefix['theirs']['shares'][n]:.0%} | |"
+            for n in range(2)
+        ),
         f"| peak memory, {args.memory_runs} checkpointed runs (MiB) | "
         f"{memory['ours']['peak_mb']:.1f} | {memory['theirs']['peak_mb']:.1f} | "
         f"{memory['peak_ratio']:.2f} |",

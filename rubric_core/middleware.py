@@ -31,6 +31,7 @@ from rubric_core.grader import (
 )
 from rubric_core.grader.checked import checks_only_outcome, judged_names, merge_outcome
 from rubric_core.grader.judges import UNSET, Unset, build_judges, check_judges
+from rubric_core.grader.nonce import grading_nonce, scrub, scrub_judges, scrub_verdicts
 from rubric_core.grader.validate import check_middleware_arguments
 from rubric_core.messages import final_answer, grader_feedback_message
 from rubric_core.rubric import CriterionSpec, validate_criteria
@@ -117,6 +118,11 @@ class _Pass:
     @property
     def criteria(self) -> list[str]:
         return [spec.name for spec in self.specs]
+
+    @property
+    def nonce(self) -> str:
+        """The payload nonce of the grading run (`grader.nonce`): its passes share it."""
+        return grading_nonce(self.run_id)
 
 
 def _check_max_iterations(value: object) -> int:
@@ -437,7 +443,9 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             graded,
             checked,
             self._require_grader(judged).grade(
-                *self._grade_args(graded, judged, messages), checked=list(checked.values())
+                *self._grade_args(graded, judged, messages),
+                checked=list(checked.values()),
+                nonce=graded.nonce,
             )
             if judged
             else None,
@@ -451,7 +459,9 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             graded,
             checked,
             await self._require_grader(judged).agrade(
-                *self._grade_args(graded, judged, messages), checked=list(checked.values())
+                *self._grade_args(graded, judged, messages),
+                checked=list(checked.values()),
+                nonce=graded.nonce,
             )
             if judged
             else None,
@@ -566,6 +576,11 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             result = outcome.response.result
             status = self._status_after(result, graded.iteration, graded.looping)
             explanation, criteria = outcome.explanation, outcome.criteria
+        # The nonce lives for the whole grading run: nothing the agent reads may carry it.
+        explanation, criteria = (
+            scrub(explanation, graded.nonce),
+            scrub_verdicts(criteria, graded.nonce),
+        )
         score = None if result == "grader_error" else score_pass(graded.specs, criteria)
         evaluation: RubricEvaluation = {
             "grading_run_id": graded.run_id,
@@ -584,7 +599,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             "regressions": regressions(list(graded.previous), criteria) if criteria else [],
         }
         if not isinstance(outcome, Exception) and outcome.judges is not None:
-            evaluation["judges"] = outcome.judges
+            evaluation["judges"] = scrub_judges(outcome.judges, graded.nonce)
         self._emit_end(runtime, evaluation)
         callback_result = self._call_back(evaluation)
         return evaluation, callback_result if inspect.isawaitable(callback_result) else None

@@ -14,6 +14,7 @@ from langgraph.stream.transformers import CustomTransformer
 from langgraph.types import interrupt
 
 from rubric_core import RUBRIC_GRADER_MESSAGE_SOURCE, RubricError, RubricMiddleware
+from rubric_core.grader.budget import GraderLimits
 from rubric_core.models import ReplayChatModel, tool_call_turn, verdict_turn
 
 RUBRIC = "- has a title\n- cites a source"
@@ -705,3 +706,184 @@ def test_long_transcript_keeps_request_and_final_answer_whole():
     for page in (0, 14, 28):
         assert f"page {page} x" in payload
     assert "characters omitted" in payload
+
+
+# -- the grader without tools: its model called directly (issue 12) -------------------
+
+
+def _thread_namespaces(saver, thread_id):
+    return {c.config["configurable"]["checkpoint_ns"] for c in saver.list(_config(thread_id))}
+
+
+def _config(thread_id):
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def test_a_grader_without_tools_writes_no_checkpoints_into_the_agents_thread():
+    saver = InMemorySaver()
+    agent, _, _, evaluations = agent_with([needs_revision(), satisfied()], checkpointer=saver)
+    result = agent.invoke(ask(), _config("direct"))
+    assert result["_rubric_status"] == "satisfied" and len(evaluations) == 2
+    assert _thread_namespaces(saver, "direct") == {""}
+
+
+def test_a_grader_with_tools_keeps_its_checkpoints_for_resuming_its_tool_calls():
+    @tool
+    def word_count(text: str) -> str:
+        """Count words."""
+        return f"{len(text.split())} words"
+
+    saver = InMemorySaver()
+    agent, *_ = agent_with(
+        [tool_call_turn("word_count", {"text": "x"}), satisfied()],
+        tools=[word_count],
+        checkpointer=saver,
+    )
+    assert agent.invoke(ask(), _config("tools"))["_rubric_status"] == "satisfied"
+    # the grader's sub-agent checkpoints under its own namespace, beside the agent's
+    assert len(_thread_namespaces(saver, "tools")) > 1
+
+
+def test_malformed_verdict_arguments_are_rejected_and_corrected_in_the_same_pass():
+    malformed = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "name": "GraderResponse",
+                "args": '{"criteria": [',
+                "id": "call_cut",
+                "error": "truncated",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    agent, _, grader_model, evaluations = agent_with([malformed, satisfied()])
+    result = agent.invoke(ask())
+    assert result["_rubric_status"] == "satisfied"
+    rejection = grader_model.calls[1][-1]
+    assert isinstance(rejection, ToolMessage) and rejection.tool_call_id == "call_cut"
+    assert rejection.content.startswith("Your GraderResponse was rejected: ")
+    assert "malformed or truncated" in rejection.content
+    assert evaluations[0]["grader_attempts"] == 1
+
+
+def test_a_grader_that_only_chats_is_a_grader_error_at_the_call_cap():
+    chatty = ReplayChatModel(scenario="chatty", turns=[AIMessage("Looks good to me!")], cycle=True)
+    agent = create_agent(
+        ReplayChatModel(turns=[AIMessage("draft")]),
+        middleware=[RubricMiddleware(model=chatty, retry_attempts=1)],
+    )
+    result = agent.invoke(ask())
+    evaluation = result["_rubric_evaluations"][0]
+    cap = GraderLimits().max_model_calls
+    assert result["_rubric_status"] == "grader_error"
+    assert evaluation["explanation"] == (
+        f"GraderLimitError: the grader made {cap} model calls in this pass (the limit) "
+        "without a usable GraderResponse"
+    )
+    assert len(chatty.calls) == cap  # every call counted, plain-text replies too
+    # each plain-text reply is followed by the reminder to answer with the verdict tool
+    assert isinstance(chatty.calls[-1][-1], HumanMessage)
+    assert evaluation["grader_input_tokens"] > 0
+
+
+async def test_async_direct_grader_corrects_and_counts_tokens():
+    contradictory = verdict_turn("satisfied", [(NAMES[0], True), (NAMES[1], False, "no source")])
+    agent, _, grader_model, evaluations = agent_with([contradictory, needs_revision(), satisfied()])
+    result = await agent.ainvoke(ask())
+    assert result["_rubric_status"] == "satisfied"
+    assert isinstance(grader_model.calls[1][-1], ToolMessage)
+    assert [e["result"] for e in evaluations] == ["needs_revision", "satisfied"]
+    # two model calls in the first pass, both counted; one in the second
+    first, second = evaluations
+    assert first["grader_input_tokens"] > second["grader_input_tokens"] > 0
+
+
+# -- the payload across passes (issue 12) --------------------------------------------
+
+
+def _nonce(payload: str) -> str:
+    return re.search(r"with the suffix -([0-9a-f]{12})", payload).group(1)
+
+
+def test_one_nonce_per_grading_run_and_it_never_reaches_the_agent():
+    def quoting_the_tags(messages):
+        nonce = _nonce(messages[-1].content)
+        return verdict_turn(
+            "needs_revision",
+            [(NAMES[0], True), (NAMES[1], False, f"Inside <transcript-{nonce}> no source.")],
+            f"Checked <checklist-{nonce}> (nonce {nonce}).",
+        )
+
+    agent, agent_model, grader_model, evaluations = agent_with(
+        [quoting_the_tags, satisfied(), satisfied()], checkpointer=InMemorySaver()
+    )
+    config = _config("nonce")
+    agent.invoke(ask(), config)
+    first, second = (_nonce(call[-1].content) for call in grader_model.calls)
+    assert first == second  # both passes of the grading run
+    seen_by_agent = "\n".join(str(m.content) for m in agent_model.calls[1])
+    assert "Grader's summary: Checked <checklist> (nonce …)." in seen_by_agent
+    assert "- cites a source: Inside <transcript> no source." in seen_by_agent
+    assert first not in seen_by_agent
+    assert first not in str(evaluations[0])
+    agent.invoke(ask(rubric="- has a title"), config)  # a new grading run
+    assert _nonce(grader_model.calls[2][-1].content) != first
+
+
+def test_the_next_pass_repeats_the_previous_payload_up_to_its_new_steps():
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch a page."""
+        return f"page {page} " + "x" * 5_000
+
+    turns = [tool_call_turn("fetch", {"page": i}) for i in range(8)]
+    turns += [AIMessage("final 1 " + "a" * 2_000), AIMessage("final 2 " + "b" * 2_000)]
+    grader_model = ReplayChatModel(turns=[needs_revision(), satisfied()])
+    agent = create_agent(
+        ReplayChatModel(turns=turns),
+        tools=[fetch],
+        middleware=[RubricMiddleware(model=grader_model, transcript_budget_chars=20_000)],
+    )
+    assert agent.invoke(ask())["_rubric_status"] == "satisfied"
+    first, second = (call[-1].content for call in grader_model.calls)
+    assert "characters omitted" in first  # the tool outputs were cut to the budget
+    steps_of_first = first[: first.index("\n</steps>")]
+    assert second.startswith(steps_of_first)
+    assert "Grading pass 1." in first and "Grading pass 2." in second
+
+
+class _AnthropicLikeReplay(ReplayChatModel):
+    """A replay model that reports Anthropic's model type (what the cache markers key on)."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "anthropic-chat"
+
+
+def test_an_anthropic_grader_gets_cache_breakpoints_after_the_head_and_the_steps():
+    from langchain_anthropic import ChatAnthropic
+
+    from rubric_core.grader.caching import wants_cache_markers
+
+    assert wants_cache_markers(ChatAnthropic(model="claude-sonnet-4-5", api_key="not-used"))
+    grader = _AnthropicLikeReplay(turns=[satisfied()])
+    agent = create_agent(
+        ReplayChatModel(turns=[tool_call_turn("noop", {}), AIMessage("final")]),
+        tools=[_noop],
+        middleware=[RubricMiddleware(model=grader)],
+    )
+    assert agent.invoke(ask())["_rubric_status"] == "satisfied"
+    blocks = grader.calls[0][-1].content
+    marked = [i for i, block in enumerate(blocks) if "cache_control" in block]
+    assert marked == [0, len(blocks) - 2]
+    assert blocks[0]["text"].endswith("<steps>\n")
+    assert blocks[-1]["text"].startswith("\n</steps>")
+    text = "".join(block["text"] for block in blocks)
+    assert received_rubric(text) == RUBRIC
+
+
+@tool
+def _noop() -> str:
+    """Do nothing."""
+    return "done"

@@ -19,7 +19,7 @@ from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain.agents.middleware.types import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, HumanMessage
@@ -241,15 +241,23 @@ def active_budget() -> PassBudget | None:
     return _ACTIVE.get()
 
 
-def _with_call_timeout(request: ModelRequest[Any], remaining: float) -> ModelRequest[Any]:
-    """The request with a per-call `timeout` where the client honours one (OpenAI's) and
-    the pass has less time left than the client's own timeout."""
-    if not takes_call_timeout(request.model):
-        return request
-    own = getattr(request.model, "request_timeout", None)
+def call_timeout(model: object, remaining: float) -> float | None:
+    """The per-call `timeout` to send: `remaining` where the client honours one (OpenAI's)
+    and the pass has less time left than the client's own timeout, else `None`."""
+    if not takes_call_timeout(model):
+        return None
+    own = getattr(model, "request_timeout", None)
     if own is not None and (not isinstance(own, int | float) or own <= remaining):
-        return request  # the client's own timeout comes first (or is not a plain number)
-    return request.override(model_settings={**request.model_settings, "timeout": remaining})
+        return None  # the client's own timeout comes first (or is not a plain number)
+    return remaining
+
+
+def _with_call_timeout(request: ModelRequest[Any], remaining: float) -> ModelRequest[Any]:
+    """The request with a per-call `timeout` where `call_timeout` gives one."""
+    timeout = call_timeout(request.model, remaining)
+    if timeout is None:
+        return request
+    return request.override(model_settings={**request.model_settings, "timeout": timeout})
 
 
 def _kept(budget: PassBudget, response: ModelResponse[Any]) -> ModelResponse[Any]:
@@ -276,9 +284,12 @@ def _call_model(
         raise
 
 
-async def _acall_model(
-    call: Awaitable[ModelResponse[Any]], budget: PassBudget
-) -> ModelResponse[Any]:
+_Reply = TypeVar("_Reply")
+
+
+async def acall_model(call: Awaitable[_Reply], budget: PassBudget) -> _Reply:
+    """Await a grader model call, cancelled when the pass's time runs out; an empty reply
+    becomes an `EmptyReplyError`."""
     try:
         return await asyncio.wait_for(call, timeout=budget.remaining_s())
     except TimeoutError:
@@ -319,7 +330,7 @@ class PassLimits(AgentMiddleware[AgentState[Any], Any, Any]):
         if budget is None:
             return await handler(request)
         seconds = budget.start_model_call()
-        response = await _acall_model(handler(_with_call_timeout(request, seconds)), budget)
+        response = await acall_model(handler(_with_call_timeout(request, seconds)), budget)
         return _kept(budget, response)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
+from rubric_core.grader.direct import DirectGrader
 from rubric_core.grader.panel import Panel, judge_name
 from rubric_core.grader.subagent import Grader
 from rubric_core.schema import MAX_ITERATIONS_LIMIT
@@ -93,6 +94,9 @@ def build_judges(
     """One `Grader` per judge: the grader itself when there is one, a `Panel` of several,
     `None` when there is none (code checks only).
 
+    Without tools a judge is a `DirectGrader` (its model called directly, no sub-agent
+    graph); with tools, a `Grader` whose sub-agent runs the tool loop.
+
     Raises:
         ValueError: A judge given as a string names no usable model; the message names
             `parameter` (`model`, or `panel` for a panel's judges).
@@ -102,6 +106,15 @@ def build_judges(
             judge,
             system_prompt=system_prompt,
             tools=list(tools),
+            retry=retry,
+            budget_chars=budget_chars,
+            limits=limits,
+            parameter=parameter,
+        )
+        if tools
+        else DirectGrader(
+            judge,
+            system_prompt=system_prompt,
             retry=retry,
             budget_chars=budget_chars,
             limits=limits,

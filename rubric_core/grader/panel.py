@@ -77,6 +77,7 @@ class Panel:
         usage: GraderUsage,
         *,
         checked: Sequence[CriterionVerdict] = (),
+        nonce: str | None = None,
     ) -> GraderOutcome:
         """One pass by every judge, synchronously. Raises what a judge raised.
 
@@ -84,7 +85,7 @@ class Panel:
         `Grader.grade` shows it; `criteria` are the judged ones only, and only they are voted on.
         """
         outcomes = [
-            g.grade(rubric, criteria, messages, iteration, usage, checked=checked)
+            g.grade(rubric, criteria, messages, iteration, usage, checked=checked, nonce=nonce)
             for g in self.graders
         ]
         return self._combine(criteria, outcomes)
@@ -98,10 +99,13 @@ class Panel:
         usage: GraderUsage,
         *,
         checked: Sequence[CriterionVerdict] = (),
+        nonce: str | None = None,
     ) -> GraderOutcome:
         """One pass by every judge, asynchronously; mirrors `grade`."""
         outcomes = [
-            await g.agrade(rubric, criteria, messages, iteration, usage, checked=checked)
+            await g.agrade(
+                rubric, criteria, messages, iteration, usage, checked=checked, nonce=nonce
+            )
             for g in self.graders
         ]
         return self._combine(criteria, outcomes)

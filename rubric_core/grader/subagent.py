@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents import create_agent
 from langchain.agents.middleware.types import AgentMiddleware, AgentState
 from langchain.agents.structured_output import ToolStrategy
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 
 from rubric_core.errors import RubricStudioError
@@ -26,11 +26,12 @@ from rubric_core.grader.budget import (
     active_budget,
     spending,
 )
+from rubric_core.grader.caching import payload_message, wants_cache_markers
 from rubric_core.grader.clients import grader_model
 from rubric_core.grader.prompt import (
     GRADER_SYSTEM_PROMPT,
-    build_payload,
     coverage_correction,
+    payload_parts,
     rejection_message,
     rejection_reason,
 )
@@ -93,6 +94,29 @@ class GraderOutcome:
     """Only from a `Panel`: every judge's own verdict, kept on the pass's record."""
 
 
+def check_corrections(messages: Sequence[BaseMessage], limit: int) -> None:
+    """Raise `GraderOutputError` once a grader call's verdicts were rejected `limit` times.
+
+    Every GraderResponse call still in the conversation when the model is asked again was
+    rejected: invalid JSON, a failed validation, a contradiction.
+    """
+    attempts = sum(
+        1
+        for m in messages
+        if isinstance(m, AIMessage)
+        and any(
+            call.get("name") == "GraderResponse" for call in [*m.tool_calls, *m.invalid_tool_calls]
+        )
+    )
+    if attempts > limit:
+        last = next((str(m.content) for m in reversed(messages) if isinstance(m, ToolMessage)), "")
+        msg = (
+            f"the grader did not produce a valid GraderResponse after {limit} "
+            f"corrections; the last rejection: {rejection_reason(last)}"
+        )
+        raise GraderOutputError(msg)
+
+
 class _CorrectionLimit(AgentMiddleware[AgentState[Any], Any, Any]):
     """Ends a grader call whose verdicts keep being rejected, after `limit` corrections."""
 
@@ -101,26 +125,7 @@ class _CorrectionLimit(AgentMiddleware[AgentState[Any], Any, Any]):
         self.limit = limit
 
     def _check(self, messages: Sequence[BaseMessage]) -> None:
-        # Every GraderResponse call still in the conversation when the model is asked
-        # again was rejected: invalid JSON, a failed validation, a contradiction.
-        attempts = sum(
-            1
-            for m in messages
-            if isinstance(m, AIMessage)
-            and any(
-                call.get("name") == "GraderResponse"
-                for call in [*m.tool_calls, *m.invalid_tool_calls]
-            )
-        )
-        if attempts > self.limit:
-            last = next(
-                (str(m.content) for m in reversed(messages) if isinstance(m, ToolMessage)), ""
-            )
-            msg = (
-                f"the grader did not produce a valid GraderResponse after {self.limit} "
-                f"corrections; the last rejection: {rejection_reason(last)}"
-            )
-            raise GraderOutputError(msg)
+        check_corrections(messages, self.limit)
 
     # Checked around the model call rather than in a before_model hook: a hook is a graph
     # node of its own, and every node of the grader adds checkpoints to the caller's thread.
@@ -330,6 +335,7 @@ class Grader:
         self._tools = list(tools)
         self._retry = retry
         self._budget_chars = budget_chars
+        self._cache_markers = wants_cache_markers(model)
         self._agents: dict[tuple[str, ...], CompiledStateGraph[Any, Any, Any, Any]] = {}
 
     def agent(self, criteria: Sequence[str]) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -365,6 +371,7 @@ class Grader:
         usage: GraderUsage,
         *,
         checked: Sequence[CriterionVerdict] = (),
+        nonce: str | None = None,
     ) -> GraderOutcome:
         """One grading pass, synchronously.
 
@@ -379,13 +386,17 @@ class Grader:
             usage: Where the pass's attempts and tokens are added, even if it raises.
             checked: Verdicts code checks decided this pass, shown to the grader as
                 evidence; `criteria` must not include them.
+            nonce: The grading run's payload nonce (`nonce.grading_nonce`), so its passes
+                share a payload prefix; a fresh one per payload if `None`.
 
         Raises:
             Exception: Whatever the grader raised once retries were spent (the loop
                 records it as `grader_error`); `GraphBubbleUp` at once.
         """
-        ask = functools.partial(self._input, rubric, criteria, messages, iteration, checked)
-        call = functools.partial(self._call, self.agent(criteria), usage=usage)
+        ask = functools.partial(
+            self._input, rubric, criteria, messages, iteration, checked, nonce=nonce
+        )
+        call = functools.partial(self._call, criteria, usage=usage)
         with spending(PassBudget(self.limits)):
             first = call(ask())
             if (correction := _coverage_problem(criteria, first, iteration)) is not None:
@@ -402,10 +413,13 @@ class Grader:
         usage: GraderUsage,
         *,
         checked: Sequence[CriterionVerdict] = (),
+        nonce: str | None = None,
     ) -> GraderOutcome:
         """One grading pass, asynchronously. Mirrors `grade`; only the calls are awaited."""
-        ask = functools.partial(self._input, rubric, criteria, messages, iteration, checked)
-        call = functools.partial(self._acall, self.agent(criteria), usage=usage)
+        ask = functools.partial(
+            self._input, rubric, criteria, messages, iteration, checked, nonce=nonce
+        )
+        call = functools.partial(self._acall, criteria, usage=usage)
         with spending(PassBudget(self.limits)):
             first = await call(ask())
             if (correction := _coverage_problem(criteria, first, iteration)) is not None:
@@ -421,8 +435,10 @@ class Grader:
         iteration: int,
         checked: Sequence[CriterionVerdict],
         correction: str | None = None,
+        *,
+        nonce: str | None = None,
     ) -> dict[str, Any]:
-        payload = build_payload(
+        parts = payload_parts(
             rubric,
             criteria,
             messages,
@@ -430,18 +446,20 @@ class Grader:
             budget_chars=self._budget_chars,
             correction=correction,
             checked=checked,
+            nonce=nonce,
         )
-        return {"messages": [HumanMessage(payload)]}
+        return {"messages": [payload_message(parts, cache_markers=self._cache_markers)]}
 
     # The retry loops: `_Attempt` holds everything but the call and the wait.
 
     def _call(
         self,
-        agent: CompiledStateGraph[Any, Any, Any, Any],
+        criteria: Sequence[str],
         grader_input: dict[str, Any],
         *,
         usage: GraderUsage,
     ) -> GraderResponse:
+        agent = self.agent(criteria)
         for attempt in _attempts(self._retry, usage, _budget()):
             with attempt:
                 return _verdict(agent.invoke(grader_input, _config()))
@@ -450,11 +468,12 @@ class Grader:
 
     async def _acall(
         self,
-        agent: CompiledStateGraph[Any, Any, Any, Any],
+        criteria: Sequence[str],
         grader_input: dict[str, Any],
         *,
         usage: GraderUsage,
     ) -> GraderResponse:
+        agent = self.agent(criteria)
         for attempt in _attempts(self._retry, usage, _budget()):
             with attempt:
                 return _verdict(await agent.ainvoke(grader_input, _config()))

@@ -102,6 +102,12 @@ def _starts_line(text: str, index: int) -> bool:
     return True
 
 
+_FRESH_CUT_SHARE = 0.85
+"""When messages must be cut afresh they are cut to fit this share of the budget; the
+rest is headroom for the next passes' messages, which keep the same cut (see
+`render_transcript_parts`) until the headroom is spent."""
+
+
 def neutralise(text: str) -> str:
     """Defuse text that imitates the payload's delimiters or the transcript's labels.
 
@@ -243,6 +249,62 @@ def render_transcript(messages: Sequence[BaseMessage], budget_chars: int) -> tup
         >>> render_transcript([HumanMessage("Write it."), AIMessage("Done.")], 1_000)
         ('Write it.', '', 'Done.')
     """
+    request, steps, final = render_transcript_parts(messages, budget_chars)
+    return request, "\n\n".join(steps), final
+
+
+def _final_index(messages: Sequence[BaseMessage], end: int) -> int | None:
+    """The agent's last answer among `messages[:end]`."""
+    return next(
+        (
+            i
+            for i in range(end - 1, -1, -1)
+            if isinstance(messages[i], AIMessage) and not is_grader_feedback(messages[i])
+        ),
+        None,
+    )
+
+
+def _fit(lengths: list[int], budget: int, kept: int | None) -> tuple[int, int | None]:
+    """How many of the oldest middle messages to drop, and the cap to cut the rest to
+    (`None`: nothing is cut).
+
+    `kept` is the cap of the previous pass: it stays while the messages fit the budget
+    under it, so the messages both passes show are cut alike. A fresh cut aims at
+    `_FRESH_CUT_SHARE` of the budget; no message is cut below `_MIN_MESSAGE_CHARS`
+    (the oldest are dropped instead).
+    """
+    if sum(lengths) <= budget:
+        return 0, None
+    if kept is not None and sum(min(n, kept) for n in lengths) <= budget:
+        return 0, kept
+    target = max(int(budget * _FRESH_CUT_SHARE), 1)
+    dropped = 0
+    while len(lengths) - dropped > 1:
+        if _water_level(lengths[dropped:], target) >= _MIN_MESSAGE_CHARS:
+            break
+        dropped += 1
+    cap = _water_level(lengths[dropped:], target)
+    return dropped, max(cap, min(_MIN_MESSAGE_CHARS, budget))
+
+
+def render_transcript_parts(
+    messages: Sequence[BaseMessage], budget_chars: int
+) -> tuple[str, list[str], str]:
+    """`render_transcript` with the messages in between one string each, in order.
+
+    A pass cuts the messages it shares with the previous pass of the grading run (the
+    transcript up to the latest grader feedback) exactly as that pass did, while they
+    still fit the budget, so a revision appends to the steps instead of rewriting them
+    and the grader's input keeps its prefix (a provider's prompt cache reuses it).
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> render_transcript_parts(
+        ...     [HumanMessage("Go."), AIMessage("Hm."), AIMessage("Done.")], 1_000
+        ... )
+        ('Go.', ['[agent]\\nHm.'], 'Done.')
+    """
     request_index = next(
         (
             i
@@ -251,40 +313,24 @@ def render_transcript(messages: Sequence[BaseMessage], budget_chars: int) -> tup
         ),
         None,
     )
-    final_index = next(
-        (
-            i
-            for i in range(len(messages) - 1, -1, -1)
-            if isinstance(messages[i], AIMessage) and not is_grader_feedback(messages[i])
-        ),
-        None,
-    )
     request = (
         render_message(messages[request_index]) if request_index is not None else "(no request)"
     )
-    final = render_message(messages[final_index]) if final_index is not None else "(no answer)"
-
-    middle = [
-        f"[{_label(m)}]\n{render_message(m) or '(empty)'}"
+    texts = {
+        i: f"[{_label(m)}]\n{render_message(m) or '(empty)'}"
         for i, m in enumerate(messages)
-        if i not in (request_index, final_index) and not isinstance(m, SystemMessage)
-    ]
-    dropped = 0
-    while middle:
-        lengths = [len(text) for text in middle]
-        # Everything fits, or no message need be cut below the floor: keep them all.
-        if sum(lengths) <= budget_chars or len(middle) == 1:
-            break
-        if _water_level(lengths, budget_chars) >= _MIN_MESSAGE_CHARS:
-            break
-        middle.pop(0)
-        dropped += 1
-    rendered: list[str] = []
-    if middle:
-        cap = _water_level([len(text) for text in middle], budget_chars)
-        cap = max(cap, min(_MIN_MESSAGE_CHARS, budget_chars))
-        rendered = [clip(text, cap) for text in middle]
+        if i != request_index and not isinstance(m, SystemMessage)
+    }
+    # The transcript as each earlier pass saw it ends before a grader feedback message.
+    ends = [i for i, m in enumerate(messages) if is_grader_feedback(m)] + [len(messages)]
+    cap: int | None = None
+    for end in ends:
+        final_index = _final_index(messages, end)
+        middle = [text for i, text in texts.items() if i < end and i != final_index]
+        dropped, cap = _fit([len(text) for text in middle], budget_chars, cap)
+    final = render_message(messages[final_index]) if final_index is not None else "(no answer)"
+    rendered = [clip(text, cap) if cap is not None else text for text in middle[dropped:]]
     if dropped:
         rendered.insert(0, f"[... {dropped} earlier messages omitted to fit the budget ...]")
     # Each message's text was neutralised as it was rendered; the labels are ours.
-    return request, "\n\n".join(rendered), final
+    return request, rendered, final

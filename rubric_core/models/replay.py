@@ -70,7 +70,13 @@ class ReplayChatModel(BaseChatModel):
     cycle: bool = False
     """Start the script again when it is exhausted instead of raising."""
 
+    per_thread: bool = False
+    """Keep one script position per LangGraph thread (the `thread_id` of the run calling
+    it), so one instance serves every run of a batch as a fresh one would serve each.
+    Such a model does not record `calls` (they would pile up over a batch)."""
+
     _index: int = PrivateAttr(default=0)
+    _positions: dict[str, int] = PrivateAttr(default_factory=dict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     calls: list[list[BaseMessage]] = Field(default_factory=list, exclude=True)
     """Every conversation the model was called with, for tests and inspection."""
@@ -87,23 +93,47 @@ class ReplayChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"scenario": self.scenario}
 
+    def __repr_args__(self) -> Any:
+        # What names a replay model; not its script or its recorded calls. LangChain's
+        # callbacks serialise every model through repr() once per instance, and comparing
+        # and printing a whole scenario script cost more than the replay itself.
+        return [("scenario", self.scenario), ("latency_s", self.latency_s), ("cycle", self.cycle)]
+
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ReplayChatModel:
         # The script already says which tools are called; binding changes nothing.
         return self
 
+    def _thread(self) -> str | None:
+        """The calling run's thread when positions are kept per thread, else `None`."""
+        if not self.per_thread:
+            return None
+        from langgraph.config import get_config
+
+        try:
+            thread = get_config().get("configurable", {}).get("thread_id")
+        except RuntimeError:  # called outside a graph run
+            return None
+        return str(thread) if thread is not None else None
+
     def _next_turn(self, messages: list[BaseMessage]) -> AIMessage:
+        thread = self._thread()
         with self._lock:
-            self.calls.append(list(messages))
-            if self._index >= len(self.turns):
+            if thread is None:
+                self.calls.append(list(messages))
+            index = self._index if thread is None else self._positions.get(thread, 0)
+            if index >= len(self.turns):
                 if not self.cycle or not self.turns:
                     msg = (
                         f"replay model {self.model_name!r} has replayed all "
                         f"{len(self.turns)} scripted turns and has nothing more to say"
                     )
                     raise ReplayExhaustedError(msg)
-                self._index = 0
-            turn = self.turns[self._index]
-            self._index += 1
+                index = 0
+            turn = self.turns[index]
+            if thread is None:
+                self._index = index + 1
+            else:
+                self._positions[thread] = index + 1
         scripted: AIMessage = turn(list(messages)) if callable(turn) else turn
         message = scripted.model_copy(deep=True)
         if not message.id:
@@ -144,9 +174,17 @@ class ReplayChatModel(BaseChatModel):
         """Rewind the script to its first turn and forget recorded calls."""
         with self._lock:
             self._index = 0
+            self._positions.clear()
             self.calls.clear()
 
-    def fast_forward(self, consumed: int, *, verdicts_only: bool) -> None:
+    def forget(self, thread_id: str) -> None:
+        """Drop the script position of a thread (a `per_thread` model's run is done)."""
+        with self._lock:
+            self._positions.pop(thread_id, None)
+
+    def fast_forward(
+        self, consumed: int, *, verdicts_only: bool, thread_id: str | None = None
+    ) -> None:
         """Skip the turns of the script that the stored part of a resumed run used up.
 
         A resumed run gets fresh replay models whose scripts start at turn 0.
@@ -157,6 +195,7 @@ class ReplayChatModel(BaseChatModel):
             verdicts_only: Count only the turns that end a grader attempt (a
                 `GraderResponse` call, or a scripted failure): each attempt's tool-call
                 turns are skipped along with the verdict that ends it.
+            thread_id: For a `per_thread` model, the thread whose position moves.
 
         Examples:
             >>> from langchain_core.messages import AIMessage
@@ -187,7 +226,10 @@ class ReplayChatModel(BaseChatModel):
         if self.cycle:
             index %= len(turns)
         with self._lock:
-            self._index = min(index, len(turns))
+            if self.per_thread and thread_id is not None:
+                self._positions[thread_id] = min(index, len(turns))
+            else:
+                self._index = min(index, len(turns))
 
 
 class ScenarioReplayChatModel(ReplayChatModel):

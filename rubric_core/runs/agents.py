@@ -12,14 +12,31 @@ from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation
 
 if TYPE_CHECKING:
     import threading
+    from collections.abc import Awaitable
 
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
-    from langgraph.runtime import Runtime
+    from langgraph.types import Durability
 
     from rubric_core.runs.spec import RunSpec
 
-__all__ = ["StopRun", "build_agent", "resolve_models", "run_config"]
+__all__ = ["RUN_DURABILITY", "StopRun", "build_agent", "resolve_models", "run_config"]
+
+RUN_DURABILITY: Durability = "sync"
+"""How a run's agent writes its checkpoints (`agent.invoke(..., durability=...)`).
+
+`"sync"`: each step's checkpoint is written before the next step starts. A graded pass
+is committed to the store (synchronous=FULL) inside its `after_agent` step and that
+step's checkpoint follows at once, so a killed process resumes after the last pass it
+stored and goes on with the same grading run. LangGraph's default, `"async"`, writes a
+step's checkpoint while the next step runs: a kill just after a pass was stored could
+lose its checkpoint, and the resumed run would grade that pass again and replace its
+record (`tests/test_runner.py::test_killed_process_keeps_its_passes_and_the_run_resumes`
+catches exactly that). Its CPU cost is within noise (BENCHMARKS.md, section 8); the
+wait for each write is milliseconds, nothing next to a model call. `"exit"` writes only at the end: a crashed run could not
+resume its grading run at all.
+"""
 
 _RECURSION_STEPS_PER_PASS = 100
 """Graph steps allowed per grading pass (tool-calling agents take many steps per draft)."""
@@ -43,17 +60,36 @@ class StopRun(RubricStudioError):
 
 
 class _StopMiddleware(AgentMiddleware[Any, Any, Any]):
-    """Raises `StopRun` before the agent's next model call once a stop was requested."""
+    """Raises `StopRun` before the agent's next model call once a stop was requested.
 
-    def __init__(self, event: threading.Event) -> None:
+    Checked around the model call, not in a `before_model` hook: a hook is a graph node
+    of its own, one more step and one more checkpoint before every model call.
+    """
+
+    def __init__(self, stopped: Callable[[], bool]) -> None:
         super().__init__()
-        self._event = event
+        self._stopped = stopped
 
-    def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        if self._event.is_set():
+    def _check(self) -> None:
+        if self._stopped():
             msg = "stopped on request"
             raise StopRun(msg)
-        return None
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        self._check()
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        self._check()
+        return await handler(request)
 
 
 def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel]:
@@ -80,6 +116,7 @@ def build_agent(
     stop_event: threading.Event | None = None,
     agent_llm: BaseChatModel | None = None,
     grader_llm: BaseChatModel | None = None,
+    stopped: Callable[[], bool] | None = None,
 ) -> Any:
     """Create the agent a spec describes, with `RubricMiddleware` as its grader.
 
@@ -90,6 +127,8 @@ def build_agent(
         stop_event: When set, the agent stops before its next model call (`StopRun`).
         agent_llm: Use this model instance instead of resolving `spec.agent_model`.
         grader_llm: Use this model instance instead of resolving `spec.grader_model`.
+        stopped: Instead of `stop_event`: asked before each model call whether to stop
+            (a shared agent asks the stop switch of the run it is executing).
 
     Returns:
         The compiled agent graph.
@@ -114,8 +153,10 @@ def build_agent(
         keep="best" if spec.keep == "best" else "last",
     )
     middleware: list[AgentMiddleware[Any, Any, Any]] = []
-    if stop_event is not None:
-        middleware.append(_StopMiddleware(stop_event))
+    if stopped is None and stop_event is not None:
+        stopped = stop_event.is_set
+    if stopped is not None:
+        middleware.append(_StopMiddleware(stopped))
     middleware.append(grader)
     if spec.agent_kind == "deep":
         from deepagents import create_deep_agent

@@ -138,6 +138,16 @@ class CheckpointerPool:
     The checkpoint database uses `synchronous=NORMAL`: in WAL mode a killed process
     loses nothing committed; only a power cut may drop the last checkpoints, which
     costs a resumed run some repeated steps, never a stored grading pass.
+    The store keeps `synchronous=FULL` on purpose: it must never be behind the
+    checkpoints. A checkpoint lost to a power cut makes the resumed run grade that pass
+    again (stored once, under the same iteration); a stored pass lost while the
+    checkpoint that follows it survived would never be graded again. So the passes pay
+    an fsync each (grouped across concurrent runs by the store's writer) and the
+    checkpoints, several per pass, do not. The agent writes them with
+    `agents.RUN_DURABILITY` (`"sync"`). A grader without tools writes none at all (it is
+    called directly, `grader.direct`); a grader with tools runs a sub-agent whose
+    checkpoints go under its own namespace in the run's thread, so a tool that
+    interrupts (human in the loop) resumes where it stopped.
 
     Every `acquire` is paired with one `release` of the same path.
     """

@@ -15,7 +15,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from rubric_core.errors import PassNotRecorded
 from rubric_core.messages import final_answer, is_grader_feedback
-from rubric_core.runs.agents import StopRun, build_agent, resolve_models, run_config
+from rubric_core.runs.agents import (
+    RUN_DURABILITY,
+    StopRun,
+    build_agent,
+    resolve_models,
+    run_config,
+)
 from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
 from rubric_core.runs.recording import (
     EvaluationListener,
@@ -24,6 +30,7 @@ from rubric_core.runs.recording import (
     store_missing_passes,
     verdicts_kept_for_failed_steps,
 )
+from rubric_core.runs.shared import SharedAgent, shared_agent
 from rubric_core.runs.spec import RunSpec, SpecError, spec_from_run, validate_spec
 from rubric_core.store.retry import retry_write
 
@@ -211,6 +218,9 @@ class PreparedRun:
     grader_llm: BaseChatModel
     """The grader's model instance."""
 
+    shared: SharedAgent | None = None
+    """The spec's shared agent this run is attached to (`None`: an agent of its own)."""
+
 
 def _assemble(
     store: Store,
@@ -222,7 +232,29 @@ def _assemble(
     agent_llm: BaseChatModel | None,
     grader_llm: BaseChatModel | None,
 ) -> PreparedRun:
-    """Models, checkpointer and agent of a run; new runs and resumed runs both come here."""
+    """Models, checkpointer and agent of a run; new runs and resumed runs both come here.
+
+    Without model instances from the caller the run goes through its spec's shared agent
+    (`runs.shared`), built once per spec in this process."""
+    recorder = make_recorder(store, handle.run_id, on_evaluation, handle.note_record_failure)
+    if agent_llm is None and grader_llm is None:
+        path = checkpoint_path(store)
+        checkpointer = CHECKPOINTERS.acquire(path, store)
+        try:
+            shared = shared_agent(spec, checkpointer)
+        except BaseException:
+            CHECKPOINTERS.release(path)
+            raise
+        shared.attach(handle.thread_id, recorder, handle.stop_event)
+        return PreparedRun(
+            handle,
+            shared.agent,
+            agent_input,
+            path,
+            shared.agent_llm,
+            shared.grader_llm,
+            shared,
+        )
     if agent_llm is None or grader_llm is None:
         resolved_agent, resolved_grader = resolve_models(spec)
         agent_llm = agent_llm if agent_llm is not None else resolved_agent
@@ -233,9 +265,7 @@ def _assemble(
         agent = build_agent(
             spec,
             checkpointer=checkpointer,
-            on_evaluation=make_recorder(
-                store, handle.run_id, on_evaluation, handle.note_record_failure
-            ),
+            on_evaluation=recorder,
             stop_event=handle.stop_event,
             agent_llm=agent_llm,
             grader_llm=grader_llm,
@@ -244,6 +274,13 @@ def _assemble(
         CHECKPOINTERS.release(path)
         raise
     return PreparedRun(handle, agent, agent_input, path, agent_llm, grader_llm)
+
+
+def _release(prepared: PreparedRun) -> None:
+    """The run is done with its agent and its checkpointer."""
+    if prepared.shared is not None:
+        prepared.shared.detach(prepared.handle.thread_id)
+    CHECKPOINTERS.release(prepared.checkpoint_path)
 
 
 def _create_run(
@@ -375,7 +412,7 @@ def prepare_batch_run(
             prepared = dataclasses.replace(prepared, agent_input=None)
         store.resume_run(run_id)
     except BaseException:
-        CHECKPOINTERS.release(prepared.checkpoint_path)
+        _release(prepared)
         raise
     return prepared
 
@@ -396,7 +433,7 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
     values: dict[str, Any] = {}
     try:
         try:
-            result = agent.invoke(prepared.agent_input, config)
+            result = agent.invoke(prepared.agent_input, config, durability=RUN_DURABILITY)
             values = dict(result or {})
             with contextlib.suppress(Exception):
                 values = {**values, **agent.get_state(config).values}
@@ -461,7 +498,7 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
             handle.error = "the run could not be finished in the store"
         logger.exception("run %s could not be finished in the store", handle.run_id)
     finally:
-        CHECKPOINTERS.release(prepared.checkpoint_path)
+        _release(prepared)
         handle.mark_finished()
 
 
@@ -560,12 +597,14 @@ def _resumable_run(store: Store, run_id: int) -> dict[str, Any]:
     return run
 
 
-def _fast_forward(model: BaseChatModel, consumed: int, *, verdicts_only: bool) -> None:
+def _fast_forward(
+    model: BaseChatModel, consumed: int, *, verdicts_only: bool, thread_id: str
+) -> None:
     """Skip what the stored part of a run used of a replay model's script (others: nothing)."""
     from rubric_core.models import ReplayChatModel
 
     if isinstance(model, ReplayChatModel):
-        model.fast_forward(consumed, verdicts_only=verdicts_only)
+        model.fast_forward(consumed, verdicts_only=verdicts_only, thread_id=thread_id)
 
 
 def _continue_from_checkpoint(prepared: PreparedRun, grader_attempts: int) -> bool:
@@ -579,9 +618,10 @@ def _continue_from_checkpoint(prepared: PreparedRun, grader_attempts: int) -> bo
         return False
     messages = snapshot.values.get("messages") or []
     answers = sum(1 for m in messages if isinstance(m, AIMessage) and not is_grader_feedback(m))
-    _fast_forward(prepared.agent_llm, answers, verdicts_only=False)
-    kept = verdicts_kept_for_failed_steps(prepared.agent, prepared.handle.thread_id, snapshot.tasks)
-    _fast_forward(prepared.grader_llm, grader_attempts + kept, verdicts_only=True)
+    thread = prepared.handle.thread_id
+    _fast_forward(prepared.agent_llm, answers, verdicts_only=False, thread_id=thread)
+    kept = verdicts_kept_for_failed_steps(prepared.agent, thread, snapshot.tasks)
+    _fast_forward(prepared.grader_llm, grader_attempts + kept, verdicts_only=True, thread_id=thread)
     return True
 
 
@@ -639,6 +679,6 @@ def resume_run(
             logger.warning("resuming run %s, which had stopped with: %s", run_id, run["error"])
         store.resume_run(run_id)
     except BaseException:
-        CHECKPOINTERS.release(prepared.checkpoint_path)
+        _release(prepared)
         raise
     return _launch(store, prepared)

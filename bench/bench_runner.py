@@ -1,0 +1,165 @@
+"""CPU a run costs beyond its model calls: `run_once` with zero-latency replay models.
+
+Each run is replay scenario `needs_revision_then_satisfied` (2 agent calls, 2 grader
+calls, two grading passes) on a real SQLite store and SQLite checkpointer in a temporary
+directory, so everything but model latency is measured: building the agent, the graph,
+the grader, checkpoints and store writes. CPU time (`time.process_time`) per run is the
+figure; wall time is shown beside it (it adds the fsyncs).
+
+With `--baseline-tree DIR` (a checkout of another commit, e.g. `git archive <rev> | tar -x
+-C DIR`) the same measurement runs in that tree too, in subprocesses alternating round by
+round with this tree, so load drifts hit both alike; the ratio is the figure to trust.
+
+Usage:
+    python bench/bench_runner.py [--runs 40] [--rounds 5] [--baseline-tree DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parents[1]
+_SCENARIO = "needs_revision_then_satisfied"
+
+
+def measure(runs: int, durability: str | None = None) -> dict[str, float]:
+    """Run `runs` runs in this process (after one warm-up); CPU and wall ms per run.
+
+    `durability` overrides the runner's checkpoint durability mode (`RUN_DURABILITY`)."""
+    if durability is not None:
+        import rubric_core.runs.execute
+
+        rubric_core.runs.execute.RUN_DURABILITY = durability  # type: ignore[assignment]
+    from rubric_core.models import load_scenario
+    from rubric_core.runs import RunSpec, run_once
+    from rubric_core.store import Store
+
+    scenario = load_scenario(_SCENARIO)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "bench.db")
+        try:
+            version = store.save_rubric_version("bench", scenario["rubric"])["id"]
+            spec = RunSpec(
+                rubric_version_id=version,
+                input=scenario["input"],
+                agent_model=f"replay:{_SCENARIO}",
+                grader_model=f"replay:{_SCENARIO}",
+                max_iterations=scenario["max_iterations"],
+            )
+            assert run_once(store, spec)["status"] == "satisfied"  # warm-up
+            with sqlite3.connect(f"{store.path}.checkpoints.sqlite") as conn:
+                before = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+            cpu, wall = time.process_time(), time.perf_counter()
+            for n in range(runs):
+                assert run_once(store, spec.with_input(f"input {n}"))["status"] == "satisfied"
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            with sqlite3.connect(f"{store.path}.checkpoints.sqlite") as conn:
+                after = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+        finally:
+            store.close()
+    return {
+        "cpu_ms": cpu / runs * 1e3,
+        "wall_ms": wall / runs * 1e3,
+        "checkpoints": (after - before) / runs,
+    }
+
+
+def _child(tree: Path, runs: int, durability: str | None) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    extra = ["--durability", durability] if durability else []
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", "--runs", str(runs), *extra],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--baseline-tree", type=Path, default=None)
+    parser.add_argument(
+        "--durabilities",
+        nargs="+",
+        default=None,
+        help="also run this tree with each of these checkpoint durability modes",
+    )
+    parser.add_argument("--durability", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=str(_HERE / "bench" / "results" / "runner.md"))
+    args = parser.parse_args()
+    if args.child:
+        sys.path.insert(0, os.getcwd())
+        print(json.dumps(measure(args.runs, args.durability)))
+        return
+
+    trees: dict[str, tuple[Path, str | None]] = {"this tree": (_HERE, None)}
+    if args.baseline_tree is not None:
+        trees["baseline tree"] = (args.baseline_tree.resolve(), None)
+    for mode in args.durabilities or ():
+        trees[f"this tree, durability={mode!r}"] = (_HERE, mode)
+    load_before = Path("/proc/loadavg").read_text().strip()
+    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    for r in range(args.rounds):
+        order = list(trees) if r % 2 == 0 else list(reversed(list(trees)))
+        for name in order:
+            tree, mode = trees[name]
+            rounds[name].append(_child(tree, args.runs, mode))
+    load_after = Path("/proc/loadavg").read_text().strip()
+
+    def med(name: str, key: str) -> float:
+        return statistics.median(r[key] for r in rounds[name])
+
+    lines = [
+        "| tree | CPU per run (ms, median of rounds) | wall per run (ms) | checkpoints per run |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {name} | {med(name, 'cpu_ms'):.1f} | {med(name, 'wall_ms'):.1f} | "
+            f"{med(name, 'checkpoints'):.1f} |"
+            for name in trees
+        ),
+    ]
+    if "baseline tree" in trees:
+        ratios = [
+            ours["cpu_ms"] / base["cpu_ms"]
+            for ours, base in zip(rounds["this tree"], rounds["baseline tree"], strict=True)
+        ]
+        lines += [
+            "",
+            f"CPU this/baseline, median of {args.rounds} paired rounds: "
+            f"**{statistics.median(ratios):.2f}** (rounds: "
+            + ", ".join(f"{x:.2f}" for x in ratios)
+            + ")",
+        ]
+    command = "python bench/bench_runner.py " + " ".join(sys.argv[1:])
+    text = "\n".join(
+        [
+            f"`{command.strip()}`",
+            "",
+            f"Load before: `{load_before}`; after: `{load_after}`",
+            "",
+            *lines,
+        ]
+    )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
