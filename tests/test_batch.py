@@ -316,3 +316,61 @@ def test_resuming_needs_a_known_batch_id(store):
     with pytest.raises(SpecError, match="no batch 'batch-nope'"):
         run_batch(store, template, ["first"], batch_id="batch-nope", resume=True)
     assert store.count_runs() == 0
+
+
+def _wait_for_running_run(db, proc, *, timeout_s: float = 90.0) -> None:
+    """Block until the batch in `proc` has a run in flight (bounded)."""
+    import time
+    from pathlib import Path
+
+    from rubric_core.store import Store
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if Path(db).exists():
+            with Store(db) as store:
+                if store.count_runs(status="running"):
+                    return
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail("the batch never started a run")
+
+
+def test_ctrl_c_on_batch_stops_marks_in_flight_runs_and_prints_the_summary(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from rubric_core.store import Store
+
+    db = tmp_path / "batch.db"
+    dataset = tmp_path / "in.jsonl"
+    dataset.write_text("".join(json.dumps({"input": f"note {n}"}) + "\n" for n in range(12)))
+    model = "replay:needs_revision_then_satisfied?latency_s=1"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rubric_core", "batch", "--db", str(db),
+         "--scenario", "needs_revision_then_satisfied", "--agent-model", model,
+         "--grader-model", model, "--input-file", str(dataset), "--concurrency", "3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    _wait_for_running_run(db, proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "is closed" not in err
+    assert "Stopping the batch" in err
+    assert "Resume with: --resume batch-" in err
+    with Store(db) as store:
+        runs = store.list_runs(limit=100)
+        batch_id = runs[0]["batch_id"]
+        assert f"Batch {batch_id}: {len(runs)} run" in out
+        assert store.count_runs(status="running") == 0
+        statuses = {run["status"] for run in runs}
+        assert "interrupted" in statuses
+        assert statuses <= {"interrupted", "satisfied"}
+        assert len(runs) < 12  # no new runs started after the stop
