@@ -6,9 +6,9 @@ import streamlit as st
 
 from rubric_core.ui import (
     DEFAULT_PAGE_SIZE,
-    data_version,
     page_caption,
     page_count,
+    page_pass_rates,
     page_window,
     pass_rate_figure,
     run_label,
@@ -48,7 +48,7 @@ show_rates = st.toggle(
     help="Counted over every stored pass that matches the filters; cached until a new pass arrives.",
 )
 if show_rates:
-    rates = cached_pass_rates(store.target, filters, data_version(store))
+    rates = page_pass_rates(store, filters, cached_pass_rates)
     st.plotly_chart(pass_rate_figure(rates), key="runs_pass_rates")
 
 st.divider()
