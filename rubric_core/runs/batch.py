@@ -52,8 +52,9 @@ ProgressCallback = Callable[[int, int, dict[str, Any]], None]
 ModelFactory = Callable[[RunSpec], tuple["BaseChatModel", "BaseChatModel"]]
 """`factory(spec) -> (agent_model, grader_model)`: fresh instances for one run."""
 
-EXECUTORS = ("thread", "ray")
-"""Where a batch's runs execute: threads of this process, or tasks on a Ray cluster."""
+EXECUTORS = ("thread", "process", "ray")
+"""Where a batch's runs execute: threads of this process, worker processes of this machine
+(one per core, threads in each), or tasks on a Ray cluster."""
 
 
 @dataclass(frozen=True)
@@ -368,6 +369,9 @@ def run_batch(
     Setting `stop_event` stops the running runs (`interrupted`) and starts no more.
 
     `executor="thread"` (the default) runs the inputs on threads of this process.
+    `executor="process"` runs them on worker processes of this machine, one per core with
+    the concurrency split between them as threads (see `rubric_core.runs.process_batch`):
+    what a batch needs to use more than one core; `model_factory` must then be picklable.
     `executor="ray"` makes each input a Ray task on the cluster at `ray_address`, which
     opens the store from its URL and records into it, so the store must be PostgreSQL
     (see `rubric_core.runs.ray_batch`); Ray retries a task whose worker died, and the
@@ -424,6 +428,10 @@ def run_batch(
             task_cpus=ray_task_cpus,
             **shared,
         )
+    elif executor == "process":
+        from rubric_core.runs.process_batch import run_in_processes
+
+        run_in_processes(store, spec_template, inputs, pending, **shared)
     else:
         _run_in_threads(store, spec_template, inputs, pending, **shared)
     return summary_for_batch(store, batch_id)

@@ -38,7 +38,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.errors import RubricStudioError
-from rubric_core.runs.batch import mark_interrupted, run_batch_input
+from rubric_core.runs.batch import mark_interrupted
+from rubric_core.runs.workers import run_input_in_worker
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -76,14 +77,6 @@ _POLL_S = 0.25
 
 _CANCEL_GRACE_S = 30.0
 """How long the driver waits for Ray to end the tasks it cancelled."""
-
-_WORKER_STORES: dict[str, Store] = {}
-"""The stores this (worker) process opened, by URL, oldest first: one pool per store."""
-
-_WORKER_STORES_KEPT = 4
-"""Stores a worker keeps open; the least recently used beyond that is closed."""
-
-_WORKER_LOCK = threading.Lock()
 
 _CONNECT_LOCK = threading.Lock()
 
@@ -254,21 +247,6 @@ def _prepare_checkpoints(store: Store) -> None:
 # --------------------------------------------------------------------------- the task
 
 
-def _worker_store(target: str) -> Store:
-    """This worker process's store for `target`, opened on its first task."""
-    from rubric_core.store import Store
-
-    with _WORKER_LOCK:
-        store = _WORKER_STORES.pop(target, None)
-        if store is None:
-            store = Store(target)
-        _WORKER_STORES[target] = store
-        while len(_WORKER_STORES) > _WORKER_STORES_KEPT:
-            oldest = next(iter(_WORKER_STORES))
-            _WORKER_STORES.pop(oldest).close()
-        return store
-
-
 def _run_input_task(
     target: str,
     spec_template: RunSpec,
@@ -285,9 +263,8 @@ def _run_input_task(
     """
     import ray
 
-    store = _worker_store(target)
-    run_id = run_batch_input(
-        store,
+    run_id = run_input_in_worker(
+        target,
         spec_template,
         batch_id=batch_id,
         index=index,
