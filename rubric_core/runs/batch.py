@@ -285,7 +285,8 @@ def mark_interrupted(
 
 def _check_executor(executor: object) -> str:
     if executor not in EXECUTORS:
-        choices = " or ".join(repr(name) for name in EXECUTORS)
+        *others, last = (repr(name) for name in EXECUTORS)
+        choices = f"{', '.join(others)} or {last}"
         raise SpecError("executor", f"must be {choices}, got {executor!r}")
     return str(executor)
 
