@@ -211,3 +211,15 @@ def test_the_runs_page_reads_fresh_counts_and_caches_only_the_scan(store):
     batch = RunFilters(batch_id="b1")
     assert page_pass_rates(store, batch, cached) == store.criterion_pass_rates(filters=batch)
     assert calls == [(store.target, batch, data_version(store))]
+
+
+def test_the_model_filter_lists_the_models_of_runs_added_after_it_was_first_read(store):
+    from rubric_core.ui import known_models
+
+    version = store.save_rubric_version("essay", "- has a title")
+    new_run(store, version["id"], agent_model="model-a", grader_model="judge-a")
+    assert known_models(store) == ["judge-a", "model-a"]
+    for n in range(3):
+        new_run(store, version["id"], agent_model=f"model-{n}", grader_model="judge-a")
+    assert known_models(store) == ["judge-a", "model-0", "model-1", "model-2", "model-a"]
+    assert known_models(store, limit=2) == ["judge-a", "model-0"]
