@@ -45,6 +45,13 @@ Show = Callable[["RubricEvaluation"], None]
 """Called with each graded pass (from the run's thread)."""
 
 
+EXIT_INTERRUPTED = 130
+"""Exit code of a batch stopped with Ctrl-C (128 + SIGINT, as shells report it)."""
+
+_STOP_GRACE_S = 15.0
+"""How long a stopped batch waits for its workers to end before it exits regardless."""
+
+
 def format_pass(evaluation: Mapping[str, Any]) -> str:
     """One graded pass as terminal lines: verdict, ✓/✗ per criterion with its gap, explanation.
 
@@ -423,13 +430,6 @@ def batch(
         sys.exit(EXIT_INTERRUPTED)
     failed = stop.is_set() or summary.by_status.get("error", 0) > 0
     sys.exit(EXIT_NOT_SATISFIED if failed else EXIT_OK)
-
-
-EXIT_INTERRUPTED = 130
-"""Exit code of a batch stopped with Ctrl-C (128 + SIGINT, as shells report it)."""
-
-_STOP_GRACE_S = 15.0
-"""How long a stopped batch waits for its workers to end before it exits regardless."""
 
 
 def _stop_batch(store: Store, batch_id: str, stop: threading.Event, ended: threading.Event) -> bool:
