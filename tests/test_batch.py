@@ -382,6 +382,7 @@ def test_ctrl_c_on_batch_stops_marks_in_flight_runs_and_prints_the_summary(tmp_p
         assert len(runs) < 12  # no new runs started after the stop
 
 
+@pytest.mark.both_backends  # each worker opens the store from its target: a file or a URL
 def test_process_batch_runs_every_input_in_worker_processes_with_the_same_outcome(store):
     import os
 
