@@ -337,7 +337,6 @@ def _wait_for_running_run(db, proc, *, timeout_s: float = 120.0) -> None:
         except sqlite3.Error:  # not created or not migrated yet
             pass
         time.sleep(0.2)
-    proc.kill()
     pytest.fail("the batch never started a run")
 
 
@@ -362,9 +361,14 @@ def test_ctrl_c_on_batch_stops_marks_in_flight_runs_and_prints_the_summary(tmp_p
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         cwd=Path(__file__).resolve().parents[1],
     )  # fmt: skip
-    _wait_for_running_run(db, proc)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    try:
+        _wait_for_running_run(db, proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # the test failed before the batch ended: leave nothing behind
+            proc.kill()
+            proc.communicate()
 
     assert proc.returncode == 130, err
     assert "Traceback" not in err
