@@ -7,9 +7,9 @@ import streamlit as st
 from rubric_core.store import StoreError
 from rubric_core.ui import (
     DEFAULT_PAGE_SIZE,
-    data_version,
     page_caption,
     page_count,
+    page_pass_rates,
     page_window,
     parse_id_param,
     pass_rate_figure,
@@ -72,7 +72,7 @@ if runs:
         "pass arrives.",
     )
     if show_rates:
-        rates = cached_pass_rates(store.target, filters, data_version(store))
+        rates = page_pass_rates(store, filters, cached_pass_rates)
         st.plotly_chart(pass_rate_figure(rates), key="runs_pass_rates")
 else:
     st.info("No stored run matches these filters; the run named in the address is shown below.")

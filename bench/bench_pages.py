@@ -1,15 +1,19 @@
-"""Server time of the dashboard's Runs page and a run's page on a store of 100,000 passes.
+"""Server time of every dashboard page on a store of 100,000 passes (or 1,000,000: `--runs 200000`).
 
 Usage:
     python bench/bench_pages.py                    # 20,000 runs x 5 passes x 10 criteria
+    python bench/bench_pages.py --runs 200000      # 1,000,000 passes, 10,000,000 verdicts
     python bench/bench_pages.py --db /tmp/big.db   # reuse a generated store
     python bench/bench_pages.py --runs 2000 --repeat 3   # a quick look
 
 Each page is rendered with streamlit.testing.v1.AppTest (the whole script run:
-frame, queries, figures, element serialisation; no browser) and each figure also
-comes from timing the page's library calls on their own. Every figure is a median
-of interleaved repeats, reported with its ratio to the same measurement on a tiny
-store (20 runs) taken in the same process, so machine speed cancels out.
+frame, queries, figures, element serialisation; no browser) and the Runs page's
+library calls are also timed on their own, among them the pass rates under each
+filter the trigger-kept counts cannot serve (they scan the matching verdicts).
+"Pass rates shown, a pass arrived" stores a new graded pass before every render, so
+no cache keyed by the data can serve it. Every figure is a median of interleaved
+repeats, reported with its ratio to the same measurement on a tiny store (20 runs)
+taken in the same process, so machine speed cancels out.
 Writes a Markdown table to bench/results/pages.md.
 """
 
@@ -33,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from generate_store import generate  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from rubric_core.store import Store  # noqa: E402
+from rubric_core.store import RunFilters, Store  # noqa: E402
 from rubric_core.ui import (  # noqa: E402
     heatmap_figure,
     known_models,
@@ -46,12 +50,18 @@ from rubric_core.ui import (  # noqa: E402
 APP = ROOT / "app.py"
 RESULTS = ROOT / "bench" / "results" / "pages.md"
 TINY_RUNS = 20
-PAGES = (
+RUNS_PAGES = (
     "Runs page",
     "A run's page (Runs opened on ?run=<id>)",
-    "Runs page with pass rates shown (cached)",
-    "Export page (filters + 20-row preview)",
+    "Runs page, pass rates shown",
+    "Runs page, pass rates shown, a pass arrived before each render",
 )
+OTHER_PAGES = ("rubrics", "run", "batch", "compare", "review", "agreement", "experiments", "export")
+PAGES = (*RUNS_PAGES, *(f"{name.capitalize()} page" for name in OTHER_PAGES))
+
+
+def _loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def _median_ms(samples: list[float]) -> float:
@@ -62,9 +72,16 @@ class PageTimer:
     """An AppTest session on one database, positioned on the Runs page."""
 
     def __init__(
-        self, db: Path, run_id: int | None, *, rates: bool = False, page: str = "runs"
+        self,
+        db: Path,
+        run_id: int | None,
+        *,
+        rates: bool = False,
+        page: str = "runs",
+        before_render: Callable[[], object] | None = None,
     ) -> None:
         self.db = db
+        self.before_render = before_render
         os.environ["RUBRIC_STUDIO_DB"] = str(db)
         self.at = AppTest.from_file(str(APP), default_timeout=120)
         self.at.run()  # opens the store (cached) and draws the Rubrics page
@@ -79,6 +96,8 @@ class PageTimer:
 
     def render(self) -> float:
         os.environ["RUBRIC_STUDIO_DB"] = str(self.db)
+        if self.before_render is not None:
+            self.before_render()
         start = time.perf_counter()
         self.at.run()
         elapsed = time.perf_counter() - start
@@ -105,7 +124,52 @@ def _library_steps(store: Store, run_id: int) -> dict[str, Callable[[], object]]
             store.criterion_pass_rates()
         ),
         "Run page: run + passes + transcript + figures": detail,
+        **{
+            f"pass rates, {label} (scan)": (
+                lambda f=filters, o=final: store.criterion_pass_rates(f, final_only=o)
+            )
+            for label, filters, final in _scanned_filters(store, run_id)
+        },
     }
+
+
+def _scanned_filters(store: Store, run_id: int) -> list[tuple[str, RunFilters, bool]]:
+    """The filters the pass counts cannot serve, each with the values of a generated run."""
+    newest = store.get_run(run_id)
+    month_ago = (dt.datetime.now(dt.UTC) - dt.timedelta(days=30)).date()
+    return [
+        ("model filter", RunFilters(model=newest["agent_model"]), False),
+        ("status filter", RunFilters(status="satisfied"), False),
+        ("date filter (last 30 days)", RunFilters(since=month_ago), False),
+        ("batch filter", RunFilters(batch_id=newest["batch_id"]), False),
+        ("final pass only", RunFilters(), True),
+        ("rubric + final pass only", RunFilters(rubric=newest["rubric"]), True),
+    ]
+
+
+def _pass_arrives(store: Store) -> Callable[[], None]:
+    """Store one more graded pass of a run of its own on each call."""
+    version = store.list_runs(limit=1)[0]["rubric_version_id"]
+    names = store.get_rubric_version(version)["criteria"]
+    run_id = store.create_run(
+        rubric_version_id=version, input="bench", agent_model="replay:bench",
+        grader_model="replay:bench", max_iterations=20, agent_kind="basic",
+    )  # fmt: skip
+    iteration = iter(range(10**6))
+
+    def arrive() -> None:
+        store.record_evaluation(
+            run_id,
+            {
+                "grading_run_id": "bench", "iteration": next(iteration),
+                "result": "needs_revision", "status": "needs_revision", "explanation": "",
+                "criteria": [{"name": n, "passed": i % 2 == 0, "gap": "x"} for i, n in enumerate(names)],
+                "draft": "", "started_at": time.time(), "duration_s": 0.1,
+                "grader_attempts": 1, "grader_input_tokens": 1, "grader_output_tokens": 1,
+            },
+        )  # fmt: skip
+
+    return arrive
 
 
 def _middle_run(store: Store) -> int:
@@ -145,18 +209,26 @@ def main(argv: list[str] | None = None) -> int:
         sizes[name] = (store.count_runs(), passes, verdicts)
     middles = {name: _middle_run(store) for name, store in stores.items()}
 
-    # Page renders: the Runs page (list, filters, pass rates, newest run's detail) and a
-    # run's page (the same page opened on a run from the middle of the table by URL).
+    # Page renders: the Runs page (list, filters, pass rates, newest run's detail), a run's
+    # page (the same page opened on a run from the middle of the table by URL), and every
+    # other page as it opens.
     dbs = (("tiny", tiny_db), ("big", big_db))
-    timers = {(PAGES[0], name): PageTimer(db, None) for name, db in dbs}
-    timers.update({(PAGES[1], name): PageTimer(db, middles[name]) for name, db in dbs})
-    timers.update({(PAGES[2], name): PageTimer(db, None, rates=True) for name, db in dbs})
-    timers.update({(PAGES[3], name): PageTimer(db, None, page="export") for name, db in dbs})
+    timers: dict[tuple[str, str], PageTimer] = {}
+    for name, db in dbs:
+        timers[(RUNS_PAGES[0], name)] = PageTimer(db, None)
+        timers[(RUNS_PAGES[1], name)] = PageTimer(db, middles[name])
+        timers[(RUNS_PAGES[2], name)] = PageTimer(db, None, rates=True)
+        timers[(RUNS_PAGES[3], name)] = PageTimer(
+            db, None, rates=True, before_render=_pass_arrives(stores[name])
+        )
+        for label, page in zip(PAGES[len(RUNS_PAGES) :], OTHER_PAGES, strict=True):
+            timers[(label, name)] = PageTimer(db, None, page=page)
     page_samples: dict[tuple[str, str], list[float]] = {key: [] for key in timers}
     steps = {name: _library_steps(store, middles[name]) for name, store in stores.items()}
     step_samples: dict[tuple[str, str], list[float]] = {
         (step, name): [] for name in stores for step in steps[name]
     }
+    load_before = _loadavg()
     for _ in range(args.repeat):
         for key, timer in timers.items():  # interleaved: tiny and big alternate
             page_samples[key].append(timer.render())
@@ -181,10 +253,12 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Page rows are a whole AppTest script run (frame + page: queries, figures and "
         "element serialisation, no browser). The other rows time the pages' library "
-        "calls alone. The per-criterion pass rates are off by default on the Runs page; "
-        "once shown they are cached until a run or pass is added, so only the first "
-        "render after new data pays the `criterion_pass_rates()` row. Medians of "
-        f"{args.repeat} interleaved repeats.",
+        "calls alone. The Runs page's per-criterion pass rates (off by default) come from "
+        "the trigger-kept counts for no filter, a rubric or a version, on every render; "
+        "the `(scan)` rows are the filters the counts cannot serve, which count the "
+        "matching verdicts (the page caches those until a run or pass is added). Medians "
+        f"of {args.repeat} interleaved repeats; load (`/proc/loadavg`) before: {load_before}, "
+        f"after: {_loadavg()}.",
         "",
         f"| measurement | tiny store (ms) | {sizes['big'][1]:,}-pass store (ms) | ratio big/tiny |",
         "|---|---:|---:|---:|",

@@ -316,3 +316,131 @@ def test_resuming_needs_a_known_batch_id(store):
     with pytest.raises(SpecError, match="no batch 'batch-nope'"):
         run_batch(store, template, ["first"], batch_id="batch-nope", resume=True)
     assert store.count_runs() == 0
+
+
+def _wait_for_running_run(db, proc, *, timeout_s: float = 120.0) -> None:
+    """Block until the batch in `proc` has a run in flight (bounded); reads only, never migrates."""
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+                (running,) = conn.execute(
+                    "SELECT COUNT(*) FROM runs WHERE status = 'running'"
+                ).fetchone()
+            conn.close()
+            if running:
+                return
+        except sqlite3.Error:  # not created or not migrated yet
+            pass
+        time.sleep(0.2)
+    pytest.fail("the batch never started a run")
+
+
+@pytest.mark.parametrize("executor", ["thread", "process"])
+def test_ctrl_c_on_batch_stops_marks_in_flight_runs_and_prints_the_summary(tmp_path, executor):
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from rubric_core.store import Store
+
+    db = tmp_path / "batch.db"
+    dataset = tmp_path / "in.jsonl"
+    dataset.write_text("".join(json.dumps({"input": f"note {n}"}) + "\n" for n in range(12)))
+    model = "replay:needs_revision_then_satisfied?latency_s=1"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rubric_core", "batch", "--db", str(db),
+         "--scenario", "needs_revision_then_satisfied", "--agent-model", model,
+         "--grader-model", model, "--input-file", str(dataset), "--concurrency", "3",
+         "--executor", executor],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    try:
+        _wait_for_running_run(db, proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # the test failed before the batch ended: leave nothing behind
+            proc.kill()
+            proc.communicate()
+
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "is closed" not in err
+    assert "Stopping the batch" in err
+    assert "Resume with: --resume batch-" in err
+    with Store(db) as store:
+        runs = store.list_runs(limit=100)
+        batch_id = runs[0]["batch_id"]
+        assert f"Batch {batch_id}: {len(runs)} run" in out
+        assert store.count_runs(status="running") == 0
+        statuses = {run["status"] for run in runs}
+        assert "interrupted" in statuses
+        assert statuses <= {"interrupted", "satisfied"}
+        assert len(runs) < 12  # no new runs started after the stop
+
+
+@pytest.mark.both_backends  # each worker opens the store from its target: a file or a URL
+def test_process_batch_runs_every_input_in_worker_processes_with_the_same_outcome(store):
+    import os
+
+    template = _scenario_template(store, "needs_revision_then_satisfied")
+    inputs = [f"note {n}" for n in range(6)]
+    seen: list[tuple[int, str]] = []
+    summary = run_batch(store, template, inputs, concurrency=4, executor="process",
+                        progress=lambda done, total, row: seen.append((done, row["status"])))  # fmt: skip
+    threads = run_batch(store, template, inputs, concurrency=4)
+
+    assert summary.by_status == threads.by_status == {"satisfied": 6}
+    assert summary.criterion_pass_rates == threads.criterion_pass_rates
+    assert summary.iterations_to_satisfied == threads.iterations_to_satisfied
+    assert sorted(seen) == [(n, "satisfied") for n in range(1, 7)]
+    runs = store.list_runs(batch_id=summary.batch_id, limit=10)
+    assert sorted(run["input_index"] for run in runs) == list(range(6))
+    owners = {run["pid"] for run in runs}
+    assert os.getpid() not in owners  # recorded by the worker processes themselves
+    assert 1 <= len(owners) <= 2  # one process per core, at most the concurrency
+
+
+def test_stopped_process_batch_marks_its_runs_and_resumes_to_the_end(store):
+    import dataclasses
+    import time
+
+    slow = "replay:needs_revision_then_satisfied?latency_s=0.3"
+    template = dataclasses.replace(_scenario_template(store, "needs_revision_then_satisfied"),
+                                   agent_model=slow, grader_model=slow)  # fmt: skip
+    inputs = [f"note {n}" for n in range(8)]
+    stop = threading.Event()
+    outcome: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: outcome.update(summary=run_batch(
+        store, template, inputs, concurrency=2, executor="process", stop_event=stop)))  # fmt: skip
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not store.count_runs(status="running") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop.set()
+    worker.join(120)
+    assert not worker.is_alive()
+    stopped = outcome["summary"]
+    assert store.count_runs(status="running") == 0
+    assert stopped.by_status.get("interrupted", 0) >= 1
+    assert stopped.total < len(inputs)
+
+    resumed = run_batch(store, template, inputs, concurrency=2, executor="process",
+                        batch_id=stopped.batch_id, resume=True)  # fmt: skip
+    assert resumed.by_status == {"satisfied": len(inputs)}
+    assert store.finished_inputs(stopped.batch_id) == set(range(len(inputs)))
+
+
+def test_a_process_batch_needs_a_picklable_model_factory(store):
+    template = _template(store)
+    with pytest.raises(SpecError, match="model_factory"):
+        run_batch(store, template, ["first"], executor="process",
+                  model_factory=lambda spec: _scripted_factory(spec))  # fmt: skip
+    assert store.count_runs() == 0

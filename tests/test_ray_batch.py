@@ -161,7 +161,7 @@ def test_ray_address_malformed_or_missing_is_a_clear_error(monkeypatch) -> None:
 
 def test_unknown_executor_is_refused_before_anything_runs(tmp_path) -> None:
     store = Store(tmp_path / "s.db")
-    with pytest.raises(SpecError, match="executor: must be 'thread' or 'ray'"):
+    with pytest.raises(SpecError, match="executor: must be 'thread', 'process' or 'ray'"):
         run_batch(store, _template(store, 0), _inputs(2), executor="dask")
     assert store.count_runs() == 0
 

@@ -64,6 +64,11 @@ def test_file_migrated_by_main_before_the_postgres_backend_migrates(tmp_path):
         conn.execute("DROP INDEX idx_runs_batch_input")
         conn.execute("ALTER TABLE runs DROP COLUMN input_index")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0008_runs_input_index'")
+        # nor issue 12's pass counts (0009), which come after it
+        conn.execute("DROP TABLE criterion_pass_counts")
+        for kind in ("insert", "delete", "update"):
+            conn.execute(f"DROP TRIGGER criterion_pass_counts_{kind}")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0009_criterion_pass_counts'")
     with Store(path) as store:
         version = store.save_rubric_version("r", "- a")
         run_id = store.create_run(
@@ -75,7 +80,7 @@ def test_file_migrated_by_main_before_the_postgres_backend_migrates(tmp_path):
         assert store.get_run(run_id)["input_index"] == 0
     with sqlite3.connect(path) as conn:
         applied = [row[0] for row in conn.execute("SELECT name FROM _sqlite_migrations")]
-    assert applied[-1] == "0008_runs_input_index"
+    assert applied[-2:] == ["0008_runs_input_index", "0009_criterion_pass_counts"]
     assert sorted(applied) == sorted(m.name for m in MIGRATIONS._migrations)
 
 

@@ -51,7 +51,7 @@ class ExecutorOptions:
     """Where a batch runs: `--executor`, `--ray-address`, `--ray-task-cpus`."""
 
     executor: str = "thread"
-    """`--executor`: `thread` (this process) or `ray` (a Ray cluster)."""
+    """`--executor`: `thread` (this process), `process` (worker processes) or `ray` (a Ray cluster)."""
     ray_address: str | None = None
     """`--ray-address` (also `$RUBRIC_STUDIO_RAY_ADDRESS`): the head node, `HOST:PORT`."""
     ray_task_cpus: float = 1.0
@@ -63,11 +63,11 @@ _EXECUTOR_FIELDS = tuple(f.name for f in fields(ExecutorOptions))
 _EXECUTOR_OPTIONS = (
     click.option(
         "--executor",
-        type=click.Choice(("thread", "ray")),
+        type=click.Choice(("thread", "process", "ray")),
         default="thread",
         show_default=True,
-        help="thread: runs in this process; ray: one Ray task per input on a cluster "
-        "(needs a postgresql:// store).",
+        help="thread: runs in this process; process: worker processes, one per core; "
+        "ray: one Ray task per input on a cluster (needs a postgresql:// store).",
     ),
     click.option(
         "--ray-address",

@@ -45,6 +45,13 @@ Show = Callable[["RubricEvaluation"], None]
 """Called with each graded pass (from the run's thread)."""
 
 
+EXIT_INTERRUPTED = 130
+"""Exit code of a batch stopped with Ctrl-C (128 + SIGINT, as shells report it)."""
+
+_STOP_GRACE_S = 15.0
+"""How long a stopped batch waits for its workers to end before it exits regardless."""
+
+
 def format_pass(evaluation: Mapping[str, Any]) -> str:
     """One graded pass as terminal lines: verdict, ✓/✗ per criterion with its gap, explanation.
 
@@ -359,6 +366,7 @@ def batch(
     from tqdm import tqdm
 
     from rubric_core.runs import DatasetError, SpecError, load_dataset, run_batch
+    from rubric_core.runs.batch import new_batch_id
     from rubric_core.runs.ray_batch import RayUnavailable, check_ray_address
 
     try:
@@ -373,6 +381,8 @@ def batch(
             raise BadInput(str(exc)) from exc
     store = open_store(db)
     stop = threading.Event()
+    batch_id = resume_batch or new_batch_id()
+    stopping = False
     try:
         run_spec = build_spec(store, spec, inputs[0])
         check_spec(store, run_spec)
@@ -387,6 +397,7 @@ def batch(
             bar.refresh()
 
         result: dict[str, Any] = {}
+        ended = threading.Event()
 
         def work() -> None:
             try:
@@ -397,7 +408,7 @@ def batch(
                     concurrency=concurrency,
                     progress=progress,
                     stop_event=stop,
-                    batch_id=resume_batch,
+                    batch_id=batch_id,
                     resume=resume_batch is not None,
                     executor=executor.executor,
                     ray_address=executor.ray_address,
@@ -405,30 +416,71 @@ def batch(
                 )
             except BaseException as exc:
                 result["error"] = exc
+            finally:
+                ended.set()
 
         worker = threading.Thread(target=work, name="rubric-batch", daemon=True)
         worker.start()
         try:
-            while worker.is_alive():
-                worker.join(0.2)
+            # An Event, not Thread.join(): on Python 3.11 a KeyboardInterrupt during join()
+            # can leave the thread looking finished while its workers still run.
+            while not ended.wait(0.2):
+                pass
         except KeyboardInterrupt:
-            click.echo("\nStopping the batch...", err=True)
-            stop.set()
-            worker.join()
+            stopping = True
+            bar.close()
+            stopped = _stop_batch(store, batch_id, stop, ended)
+            if not stopped:
+                # Workers still inside a model call: closing the store under them would
+                # only add tracebacks; their runs are stored as interrupted already.
+                _print_summary(_summary_so_far(store, batch_id), as_json)
+                click.echo(f"Resume with: --resume {batch_id}", err=True)
+                sys.exit(EXIT_INTERRUPTED)
         bar.close()
-        if "error" in result:
+        if "error" in result and not stopping:
             error = result["error"]
             if isinstance(error, SpecError | RayUnavailable):
                 raise BadInput(str(error)) from error
             raise error
-        summary = result["summary"]
-        if as_json:
-            click.echo(json.dumps(summary.as_dict(), indent=2, ensure_ascii=False))
-        else:
-            click.echo(format_summary(summary))
-            if stop.is_set():
-                click.echo(f"Resume with: --resume {summary.batch_id}", err=True)
+        summary = result.get("summary") or _summary_so_far(store, batch_id)
+        _print_summary(summary, as_json)
+        if stopping or stop.is_set():
+            click.echo(f"Resume with: --resume {summary.batch_id}", err=True)
     finally:
-        store.close()
+        if not stopping or ended.is_set():
+            store.close()
+    if stopping:
+        sys.exit(EXIT_INTERRUPTED)
     failed = stop.is_set() or summary.by_status.get("error", 0) > 0
     sys.exit(EXIT_NOT_SATISFIED if failed else EXIT_OK)
+
+
+def _stop_batch(store: Store, batch_id: str, stop: threading.Event, ended: threading.Event) -> bool:
+    """Stop a batch after Ctrl-C; `True` once its workers ended within `_STOP_GRACE_S`.
+
+    Sets the stop event (workers start no more runs; running ones stop before their next
+    model call), stores the in-flight runs as `interrupted` at once, then waits, bounded;
+    a second Ctrl-C gives up the wait.
+    """
+    from rubric_core.runs.batch import mark_interrupted
+
+    click.echo("\nStopping the batch (Ctrl-C again to stop waiting)...", err=True)
+    stop.set()
+    try:
+        mark_interrupted(store, batch_id, "the batch was stopped (Ctrl-C)")
+        return ended.wait(_STOP_GRACE_S)
+    except KeyboardInterrupt:
+        return ended.is_set()
+
+
+def _summary_so_far(store: Store, batch_id: str) -> BatchSummary:
+    from rubric_core.runs import summary_for_batch
+
+    return summary_for_batch(store, batch_id)
+
+
+def _print_summary(summary: BatchSummary, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(summary.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_summary(summary))

@@ -8,12 +8,11 @@ handles: background work writes to the store, and whoever shows it polls the sto
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rubric_core.runs.batch import run_batch, validate_batch
+from rubric_core.runs.batch import new_batch_id, run_batch, validate_batch
 
 if TYPE_CHECKING:
     from rubric_core.runs.execute import RunHandle
@@ -136,7 +135,7 @@ def start_batch(
         from rubric_core.runs.ray_batch import check_ray_address
 
         ray_address = check_ray_address(ray_address)
-    job = BatchJob(batch_id=f"batch-{uuid.uuid4().hex[:16]}", total=len(inputs))
+    job = BatchJob(batch_id=new_batch_id(), total=len(inputs))
 
     def work() -> None:
         try:

@@ -33,6 +33,8 @@ __all__ = [
     "ModelFactory",
     "ProgressCallback",
     "format_rate",
+    "mark_interrupted",
+    "new_batch_id",
     "run_batch",
     "run_batch_input",
     "summary_for_batch",
@@ -50,8 +52,9 @@ ProgressCallback = Callable[[int, int, dict[str, Any]], None]
 ModelFactory = Callable[[RunSpec], tuple["BaseChatModel", "BaseChatModel"]]
 """`factory(spec) -> (agent_model, grader_model)`: fresh instances for one run."""
 
-EXECUTORS = ("thread", "ray")
-"""Where a batch's runs execute: threads of this process, or tasks on a Ray cluster."""
+EXECUTORS = ("thread", "process", "ray")
+"""Where a batch's runs execute: threads of this process, worker processes of this machine
+(one per core, threads in each), or tasks on a Ray cluster."""
 
 
 @dataclass(frozen=True)
@@ -239,9 +242,51 @@ def run_batch_input(
     return prepared.handle.run_id
 
 
+def new_batch_id() -> str:
+    """A fresh batch id (`batch-` and 16 hex digits): the one `run_batch` makes when given none.
+
+    A caller that must name the batch before it ends (the CLI, to stop it and summarise
+    it after a Ctrl-C) makes it here and passes it as `run_batch(batch_id=...)`.
+
+    Examples:
+        >>> new_batch_id().startswith("batch-"), len(new_batch_id())
+        (True, 22)
+    """
+    return f"batch-{uuid.uuid4().hex[:16]}"
+
+
+def mark_interrupted(
+    store: Store, batch_id: str, reason: str, *, indexes: set[int] | None = None
+) -> int:
+    """End the batch's still-`running` runs as `interrupted` with `reason`; returns how many.
+
+    `indexes` limits it to those inputs (default: every running run of the batch). A
+    stopped batch calls this at once, so the store shows its in-flight runs as stopped
+    while their workers wind down; a run's own end, when its worker gets there, is stored
+    over it. Resuming the batch (`run_batch(..., resume=True)`) continues these runs.
+    """
+    if indexes is not None and not indexes:
+        return 0
+    running: list[dict[str, Any]] = []
+    while chunk := store.list_runs(
+        batch_id=batch_id, status="running", limit=_PAGE, offset=len(running)
+    ):
+        running.extend(chunk)
+    marked = 0
+    for run in running:
+        if indexes is None or run.get("input_index") in indexes:
+            try:
+                store.finish_run(int(run["id"]), status="interrupted", error=reason)
+                marked += 1
+            except Exception:
+                logger.exception("batch %s: could not mark run %s interrupted", batch_id, run["id"])
+    return marked
+
+
 def _check_executor(executor: object) -> str:
     if executor not in EXECUTORS:
-        choices = " or ".join(repr(name) for name in EXECUTORS)
+        *others, last = (repr(name) for name in EXECUTORS)
+        choices = f"{', '.join(others)} or {last}"
         raise SpecError("executor", f"must be {choices}, got {executor!r}")
     return str(executor)
 
@@ -251,7 +296,7 @@ def _pending_inputs(
 ) -> tuple[str, list[int]]:
     """The batch id to use and the input indexes still to run (all but finished ones)."""
     if not resume:
-        return batch_id or f"batch-{uuid.uuid4().hex[:16]}", list(range(total))
+        return batch_id or new_batch_id(), list(range(total))
     if not batch_id:
         raise SpecError("batch_id", "resuming a batch needs the batch_id of the one to resume")
     if store.count_runs(batch_id=batch_id) == 0:
@@ -325,6 +370,9 @@ def run_batch(
     Setting `stop_event` stops the running runs (`interrupted`) and starts no more.
 
     `executor="thread"` (the default) runs the inputs on threads of this process.
+    `executor="process"` runs them on worker processes of this machine, one per core with
+    the concurrency split between them as threads (see `rubric_core.runs.process_batch`):
+    what a batch needs to use more than one core; `model_factory` must then be picklable.
     `executor="ray"` makes each input a Ray task on the cluster at `ray_address`, which
     opens the store from its URL and records into it, so the store must be PostgreSQL
     (see `rubric_core.runs.ray_batch`); Ray retries a task whose worker died, and the
@@ -381,6 +429,10 @@ def run_batch(
             task_cpus=ray_task_cpus,
             **shared,
         )
+    elif executor == "process":
+        from rubric_core.runs.process_batch import run_in_processes
+
+        run_in_processes(store, spec_template, inputs, pending, **shared)
     else:
         _run_in_threads(store, spec_template, inputs, pending, **shared)
     return summary_for_batch(store, batch_id)

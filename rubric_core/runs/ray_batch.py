@@ -38,7 +38,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.errors import RubricStudioError
-from rubric_core.runs.batch import run_batch_input
+from rubric_core.runs.batch import mark_interrupted
+from rubric_core.runs.workers import run_input_in_worker
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -76,17 +77,6 @@ _POLL_S = 0.25
 
 _CANCEL_GRACE_S = 30.0
 """How long the driver waits for Ray to end the tasks it cancelled."""
-
-_PAGE = 500
-"""Runs read per query when looking for a batch's running runs."""
-
-_WORKER_STORES: dict[str, Store] = {}
-"""The stores this (worker) process opened, by URL, oldest first: one pool per store."""
-
-_WORKER_STORES_KEPT = 4
-"""Stores a worker keeps open; the least recently used beyond that is closed."""
-
-_WORKER_LOCK = threading.Lock()
 
 _CONNECT_LOCK = threading.Lock()
 
@@ -257,21 +247,6 @@ def _prepare_checkpoints(store: Store) -> None:
 # --------------------------------------------------------------------------- the task
 
 
-def _worker_store(target: str) -> Store:
-    """This worker process's store for `target`, opened on its first task."""
-    from rubric_core.store import Store
-
-    with _WORKER_LOCK:
-        store = _WORKER_STORES.pop(target, None)
-        if store is None:
-            store = Store(target)
-        _WORKER_STORES[target] = store
-        while len(_WORKER_STORES) > _WORKER_STORES_KEPT:
-            oldest = next(iter(_WORKER_STORES))
-            _WORKER_STORES.pop(oldest).close()
-        return store
-
-
 def _run_input_task(
     target: str,
     spec_template: RunSpec,
@@ -288,9 +263,8 @@ def _run_input_task(
     """
     import ray
 
-    store = _worker_store(target)
-    run_id = run_batch_input(
-        store,
+    run_id = run_input_in_worker(
+        target,
         spec_template,
         batch_id=batch_id,
         index=index,
@@ -306,26 +280,6 @@ def _run_input_task(
 
 
 # --------------------------------------------------------------------------- the driver
-
-
-def _mark_interrupted(store: Store, batch_id: str, indexes: set[int], reason: str) -> int:
-    """End the still-`running` runs of `indexes` as `interrupted`; returns how many."""
-    if not indexes:
-        return 0
-    running: list[dict[str, Any]] = []
-    while chunk := store.list_runs(
-        batch_id=batch_id, status="running", limit=_PAGE, offset=len(running)
-    ):
-        running.extend(chunk)
-    marked = 0
-    for run in running:
-        if run.get("input_index") in indexes:
-            try:
-                store.finish_run(int(run["id"]), status="interrupted", error=reason)
-                marked += 1
-            except Exception:
-                logger.exception("batch %s: could not mark run %s interrupted", batch_id, run["id"])
-    return marked
 
 
 def _cancel(ray: ModuleType, in_flight: dict[Any, int]) -> None:
@@ -443,6 +397,7 @@ def run_on_ray(
         stopped = set(in_flight.values())
         if in_flight:
             _cancel(ray, in_flight)
-        _mark_interrupted(store, batch_id, stopped, "the batch was stopped")
+        if stopped:
+            mark_interrupted(store, batch_id, "the batch was stopped", indexes=stopped)
         for index, reason in lost.items():
-            _mark_interrupted(store, batch_id, {index}, f"its Ray task failed: {reason}")
+            mark_interrupted(store, batch_id, f"its Ray task failed: {reason}", indexes={index})

@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 from rubric_core.store.errors import unknown_rubric, unknown_run, unknown_version
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import Owner, pid_alive
+from rubric_core.store.pass_counts import served_by_counts, summary_pass_rates_sql
 from rubric_core.store.rows import CriterionRow, MessageRow, stored_verdict
 
 __all__ = ["Dialect", "SQLBackend", "Tx", "now_iso", "parse_iso", "returned_id"]
@@ -589,15 +590,39 @@ class SQLBackend(abc.ABC):
     def criterion_pass_rates(
         self, filters: RunFilters, *, final_only: bool
     ) -> list[dict[str, Any]]:
-        """Per-criterion pass counts over the matching runs' passes, in rubric order."""
-        where, params = self.run_filter_sql(filters)
+        """Per-criterion pass counts over the matching runs' passes, in rubric order.
+
+        Read from the trigger-kept counts when they serve the filters
+        (`pass_counts.served_by_counts`), else counted over the matching verdicts.
+        """
+        where, params = self.run_filter_sql(filters)  # also checks the rubric and version
+        if served_by_counts(filters, final_only=final_only):
+            rows = self._summary_pass_rates(filters)
+        else:
+            rows = self._scanned_pass_rates(where, params, final_only=final_only)
+        for row in rows:  # PostgreSQL sums to a numeric type
+            row["passed"], row["total"] = int(row["passed"]), int(row["total"])
+            row["pass_rate"] = float(row["pass_rate"])
+        return rows
+
+    def _summary_pass_rates(self, filters: RunFilters) -> list[dict[str, Any]]:
+        rubric_id = None
+        if filters.rubric is not None:
+            found = self.query_one("SELECT id FROM rubrics WHERE name = ?", (filters.rubric,))
+            rubric_id = int(found["id"]) if found else None
+        sql, params = summary_pass_rates_sql(rubric_id, filters.version_id)
+        return self._query(sql, params)
+
+    def _scanned_pass_rates(
+        self, where: str, params: list[Any], *, final_only: bool
+    ) -> list[dict[str, Any]]:
         final = (
             " AND e.id = (SELECT e2.id FROM evaluations e2 WHERE e2.run_id = r.id "
             "ORDER BY e2.started_at DESC, e2.id DESC LIMIT 1)"
             if final_only
             else ""
         )
-        rows = self._query(
+        return self._query(
             f"""
             SELECT cr.criterion AS criterion, SUM(cr.passed) AS passed, COUNT(*) AS total,
                    CAST(SUM(cr.passed) AS DOUBLE PRECISION) / COUNT(*) AS pass_rate,
@@ -611,6 +636,3 @@ class SQLBackend(abc.ABC):
             """,
             params,
         )
-        for row in rows:
-            row["passed"] = int(row["passed"])  # PostgreSQL sums to a numeric type
-        return rows

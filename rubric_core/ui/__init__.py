@@ -113,6 +113,7 @@ from rubric_core.ui.rubrics import (
 from rubric_core.ui.runs import (
     compare_runs_rows,
     data_version,
+    page_pass_rates,
     rubric_label,
     run_label,
     run_seconds,
@@ -189,6 +190,7 @@ __all__ = [
     "one_line",
     "page_caption",
     "page_count",
+    "page_pass_rates",
     "page_window",
     "parse_id_param",
     "parse_run_filters",

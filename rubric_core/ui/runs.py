@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.messages import is_grader_feedback, message_text
@@ -11,11 +11,12 @@ from rubric_core.ui.format import cell, format_timestamp, one_line, rounded
 from rubric_core.ui.status import status_badge
 
 if TYPE_CHECKING:
-    from rubric_core.store import Store
+    from rubric_core.store import RunFilters, Store
 
 __all__ = [
     "compare_runs_rows",
     "data_version",
+    "page_pass_rates",
     "rubric_label",
     "run_label",
     "run_seconds",
@@ -200,3 +201,26 @@ def data_version(store: Store) -> tuple[int, int]:
         "(SELECT COALESCE(MAX(id), 0) FROM evaluations) AS passes"
     )
     return int(row["runs"]), int(row["passes"])
+
+
+CachedPassRates = Callable[[str, "RunFilters", tuple[int, int]], list[dict[str, Any]]]
+"""`cached(store_target, filters, data_version)`: the page's cache around the scan."""
+
+
+def page_pass_rates(
+    store: Store, filters: RunFilters, cached: CachedPassRates
+) -> list[dict[str, Any]]:
+    """Per-criterion pass rates for a page: from the counts when they serve `filters`, else cached.
+
+    The trigger-kept counts (`store/pass_counts.py`) answer every pass of the whole store,
+    a rubric or a version in well under a millisecond and are never stale, so they are
+    read on every render, uncached. The filters they cannot serve (model, status, dates,
+    batch) scan the matching verdicts, which takes long on a large store: that result
+    goes through `cached`, keyed by `data_version`, so it is computed again only after
+    a new run or pass.
+    """
+    from rubric_core.store.pass_counts import served_by_counts
+
+    if served_by_counts(filters):
+        return store.criterion_pass_rates(filters=filters)
+    return cached(store.target, filters, data_version(store))

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
+from rubric_core.store import pass_counts
 from rubric_core.store.portable import PORTABLE_MIGRATIONS
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
@@ -243,6 +244,13 @@ def _m0007_workbench(db: Database) -> None:
         );
         """
     )
+
+
+@_step(pass_counts.MIGRATION_NAME)
+def _m0009_criterion_pass_counts(db: Database) -> None:
+    # Issue 12: pass rates from counts kept by triggers (see store/pass_counts.py).
+    for statement in pass_counts.SQLITE_STEPS:
+        db.execute(statement)
 
 
 def _portable_step(statements: tuple[str, ...]) -> Callable[[Database], None]:
