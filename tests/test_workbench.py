@@ -570,3 +570,24 @@ def test_cli_bad_inputs_are_one_line_errors(invoke, tmp_path):
     assert result.exit_code == 2 and "no grading pass has evaluation id 1" in result.output
     result = invoke("regrade", "--grader", "replay:haiku")
     assert result.exit_code == 2 and "say which runs" in result.output
+
+
+def test_a_graded_pass_is_stored_despite_a_transient_write_failure(store, monkeypatch):
+    """A grade-only pass whose write first meets a locked store is retried, not lost."""
+    from rubric_core.store import StoreError
+
+    real = store.record_evaluation
+    tries = []
+
+    def locked_once(run_id, evaluation):
+        tries.append(run_id)
+        if len(tries) == 1:
+            raise StoreError("database is locked", kind="locked")
+        return real(run_id, evaluation)
+
+    monkeypatch.setattr(store, "record_evaluation", locked_once)
+    _, summary = _graded(store, n=1)
+    run = store.list_runs(limit=1)[0]
+    assert len(tries) == 2
+    assert run["status"] == "needs_revision"
+    assert [e["result"] for e in store.run_evaluations(run["id"])] == ["needs_revision"]

@@ -24,6 +24,7 @@ from rubric_core.rubric import parse_rubric
 from rubric_core.runs.background import BatchJob
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
+from rubric_core.store.retry import retry_write
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -173,13 +174,24 @@ def _store_pass(
     )
     messages: list[Any] = [HumanMessage(input), AIMessage(output)]
     try:
-        store.save_transcript(run_id, messages)
+        retry_write(lambda: store.save_transcript(run_id, messages), what=f"run {run_id}'s input")
         evaluation = grade(messages)
-        evaluation_id = store.record_evaluation(run_id, evaluation)
+        # Stored before the batch goes on, or the run says the pass could not be (below).
+        evaluation_id = retry_write(
+            lambda: store.record_evaluation(run_id, evaluation),
+            what=f"the graded pass of run {run_id}",
+        )
     except Exception as exc:
-        store.finish_run(run_id, status="error", final_output=output, error=f"{exc}")
+        error = f"{exc}"
+        retry_write(
+            lambda: store.finish_run(run_id, status="error", final_output=output, error=error),
+            what=f"the end of run {run_id}",
+        )
         return run_id, None, None
-    store.finish_run(run_id, status=evaluation["status"], final_output=output)
+    retry_write(
+        lambda: store.finish_run(run_id, status=evaluation["status"], final_output=output),
+        what=f"the end of run {run_id}",
+    )
     return run_id, evaluation_id, evaluation
 
 
