@@ -7,7 +7,7 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -406,9 +406,9 @@ def prepare_batch_run(
     )
     if created:
         return prepared
-    attempts = sum(int(e.get("grader_attempts") or 1) for e in store.run_evaluations(run_id))
+    stored = store.run_evaluations(run_id)
     try:
-        if _continue_from_checkpoint(prepared, attempts):
+        if _continue_from_checkpoint(prepared, stored):
             prepared = dataclasses.replace(prepared, agent_input=None)
         store.resume_run(run_id)
     except BaseException:
@@ -607,15 +607,22 @@ def _fast_forward(
         model.fast_forward(consumed, verdicts_only=verdicts_only, thread_id=thread_id)
 
 
-def _continue_from_checkpoint(prepared: PreparedRun, grader_attempts: int) -> bool:
+def _continue_from_checkpoint(prepared: PreparedRun, stored: Sequence[Mapping[str, Any]]) -> bool:
     """Bring fresh replay models up to the thread's checkpoint; `False` if it has none.
 
     A resumed run gets fresh replay models whose scripts start at turn 0: the agent's
-    skips the answers already in the checkpoint, the grader's the attempts already made.
+    skips the answers already in the checkpoint, the grader's the attempts of the stored
+    passes the checkpoint holds. A pass stored just before the process died, but not yet
+    in a checkpoint, is graded again on resume (and stored again under its iteration), so
+    its attempts are not skipped: the script replays that pass's verdict, not the next.
     """
     snapshot = prepared.agent.get_state(run_config(prepared.handle.thread_id))
     if not snapshot.values:
         return False
+    in_checkpoint = len(snapshot.values.get("_rubric_evaluations") or [])
+    grader_attempts = sum(
+        int(e.get("grader_attempts") or 1) for e in stored if int(e["iteration"]) < in_checkpoint
+    )
     messages = snapshot.values.get("messages") or []
     answers = sum(1 for m in messages if isinstance(m, AIMessage) and not is_grader_feedback(m))
     thread = prepared.handle.thread_id
@@ -662,7 +669,7 @@ def resume_run(
     run = _resumable_run(store, run_id)
     spec = spec_from_run(run, base_url=base_url, api_key=api_key)
     validate_spec(spec, store)
-    attempts = sum(int(e.get("grader_attempts") or 1) for e in store.run_evaluations(run_id))
+    stored = store.run_evaluations(run_id)
     prepared = _assemble(
         store,
         spec,
@@ -673,7 +680,7 @@ def resume_run(
         grader_llm=grader_llm,
     )
     try:
-        if not _continue_from_checkpoint(prepared, attempts):
+        if not _continue_from_checkpoint(prepared, stored):
             raise SpecError("run_id", f"run {run_id} has no checkpoint to resume from")
         if run.get("error"):
             logger.warning("resuming run %s, which had stopped with: %s", run_id, run["error"])
