@@ -25,12 +25,14 @@ from rubric_core.schema import (
 from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
     InputError,
+    batch_choice_label,
     batch_input_rows,
     batch_runs,
     combine_models,
     expand_counts,
     final_pass_verdicts,
     iterations_histogram,
+    known_batches,
     matching_scenario,
     one_line,
     pass_rate_figure,
@@ -241,9 +243,41 @@ if not inputs:
 elif blocking:
     st.caption("“Launch batch” is off until the replay scenario fits the run (see above).")
 
+
+def _open_stored_batch() -> None:
+    st.session_state["batch_watch"] = st.session_state.get("batch_open")
+
+
+# Any stored batch can be read input by input, not only the one launched in this session;
+# `?batch=<id>` opens one directly (the Runs and Export filters name the same ids).
+try:
+    stored_batches = {b["batch_id"]: batch_choice_label(b) for b in known_batches(store)}
+except STORE_ERRORS as exc:
+    show_store_error(exc)
+    st.stop()
+linked = st.query_params.get("batch")
+if linked and linked in stored_batches and "batch_watch" not in st.session_state:
+    st.session_state["batch_watch"] = linked
+elif linked and linked not in stored_batches:
+    st.error(f"Batch {linked!r} in the address does not exist in this database.")
+if stored_batches:
+    options = list(stored_batches)
+    watched = st.session_state.get("batch_watch")
+    # The picker shows the batch being watched (a launch, a link or an earlier pick).
+    st.session_state["batch_open"] = watched if watched in options else None
+    st.selectbox(
+        "Open a stored batch",
+        options,
+        format_func=stored_batches.get,
+        placeholder="Choose a batch to read input by input",
+        key="batch_open",
+        on_change=_open_stored_batch,
+    )
+
 batch_id = st.session_state.get("batch_watch")
 if batch_id is None:
     st.stop()
+st.query_params["batch"] = batch_id
 job = registry.batch(batch_id)
 st.divider()
 st.subheader(f"Batch {batch_id}")

@@ -11,6 +11,7 @@ are for a person to open and judge before a change lands.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -22,7 +23,11 @@ sys.path.insert(0, str(REPO))
 
 from tests.e2e.conftest import CHROMIUM_ARGS, _free_port, _wait_healthy, chromium_executable  # noqa: E402
 
-SCENARIOS = ("haiku", "needs_revision_then_satisfied", "report_sections", "max_iterations")
+SCENARIOS = (
+    "haiku", "needs_revision_then_satisfied", "report_sections", "max_iterations", "grader_error"
+)  # fmt: skip
+BATCH_SCENARIO = "needs_revision_then_satisfied"
+BATCH_INPUTS = ("Release note for v1.0", "Release note for v1.1", "Release note for v2.0")
 WIDTHS = (1440, 1024)
 
 
@@ -46,13 +51,21 @@ def settle(page: object) -> None:
 
 
 def seed(db: Path) -> None:
-    """A few finished replay runs, so every page has something to show."""
+    """A few finished replay runs (one a grader error) and a small batch, so every page
+    has something to show."""
     for scenario in SCENARIOS:
         subprocess.run(
             [sys.executable, "-m", "rubric_core", "run", "--scenario", scenario, "--quiet",
              "--db", str(db)],
             cwd=REPO, check=False, timeout=300,
         )  # fmt: skip
+    inputs = db.with_name("batch-inputs.jsonl")
+    inputs.write_text("".join(json.dumps({"input": text}) + "\n" for text in BATCH_INPUTS))
+    subprocess.run(
+        [sys.executable, "-m", "rubric_core", "batch", "--scenario", BATCH_SCENARIO,
+         "--input-file", str(inputs), "--db", str(db)],
+        cwd=REPO, check=False, timeout=300, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
 
 
 def main() -> int:
@@ -60,6 +73,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "artifacts" / "screenshots" / "pages")
     parser.add_argument("--db", type=Path, default=None, help="an existing store to show")
     args = parser.parse_args()
+    args.out = args.out.resolve()
     executable = chromium_executable()
     if executable is None:
         print("no chromium on PATH (apt-get install -y chromium)", file=sys.stderr)
@@ -97,7 +111,7 @@ def main() -> int:
                         settle(page)
                         path = args.out / f"{name}-{width}.png"
                         page.screenshot(path=str(path), full_page=True)
-                        print(path.relative_to(REPO))
+                        print(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
                     context.close()
                 browser.close()
         finally:

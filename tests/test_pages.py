@@ -515,6 +515,20 @@ def test_batch_per_input_view_shows_final_verdicts_and_final_pass_rates(app: App
     assert rates["data"][0]["text"] == ["100% (3/3)"] * len(verdict_columns)
 
 
+def test_a_stored_batch_opens_input_by_input_in_a_new_session(app: AppTest) -> None:
+    """Batches launched elsewhere (the CLI, another tab, yesterday) are read on the page too."""
+    batch_id = _batch_from_scenario(app, "needs_revision_then_satisfied")
+    fresh = _page(AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S).run(), "batch")
+    _no_exception(fresh)
+    assert not any("input #" in d.value.columns for d in fresh.dataframe)  # nothing watched yet
+    picker = fresh.selectbox(key="batch_open")
+    assert picker.value is None and any(batch_id in option for option in picker.options)
+    picker.set_value(batch_id).run()
+    _no_exception(fresh)
+    assert list(_inputs_table(fresh)["passes"]) == [2, 2, 2]
+    assert fresh.selectbox(key="batch_open").value == batch_id
+
+
 def test_batch_page_blocks_a_replay_grader_of_another_rubric_or_without_its_tools(
     app: AppTest,
 ) -> None:
