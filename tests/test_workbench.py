@@ -591,3 +591,24 @@ def test_a_graded_pass_is_stored_despite_a_transient_write_failure(store, monkey
     assert len(tries) == 2
     assert run["status"] == "needs_revision"
     assert [e["result"] for e in store.run_evaluations(run["id"])] == ["needs_revision"]
+
+
+def test_review_leaves_out_passes_without_verdicts(store):
+    """A grader-error pass has nothing to label: Review and Agreement do not count it."""
+    version = store.save_rubric_version("essay", RUBRIC)
+    from rubric_core.models import resolve_model
+
+    broken = resolve_model("replay:grader_error", role="grader")  # its grader raises
+    summary = grade_outputs(
+        store,
+        _rows(1),
+        rubric_version_id=version["id"],
+        grader_model="replay:x",
+        grader_llm_factory=lambda: broken,
+    )
+    run = store.list_runs(limit=1)[0]
+    stored = store.run_evaluations(run["id"])
+    assert [e["result"] for e in stored] == ["grader_error"]
+    assert store.review_items(batch_id=summary["batch_id"]) == []
+    # a link to that pass still opens it
+    assert store.review_pass(stored[0]["id"])["criteria"] == []

@@ -223,8 +223,12 @@ class LabelsMixin:
         filters: RunFilters | None = None,
         experiment_id: int | None = None,
         final_only: bool = True,
+        judged_only: bool = True,
     ) -> list[dict[str, Any]]:
         """The passes to review, ordered by evaluation id, with their labels.
+
+        A pass without verdicts (a `grader_error`) has nothing to label or agree with and
+        is left out, unless `judged_only=False`.
 
         Each item: `{evaluation_id, run_id, grading_run_id, iteration, input, draft,
         criteria, result, explanation, grader_model, labels}` (`labels` as in `labels_for`).
@@ -276,7 +280,7 @@ class LabelsMixin:
             if grader_override is not None:
                 row["grader_model"] = grader_override
             row["labels"] = labels.get(eid, {})
-        return rows
+        return [row for row in rows if row["criteria"]] if judged_only else rows
 
     def review_pass(self, evaluation_id: int) -> dict[str, Any]:
         """One stored pass in the shape of `review_items` (for `?pass=<evaluation id>`).
@@ -285,7 +289,7 @@ class LabelsMixin:
             StoreError: Of kind `invalid`: no pass has that id.
         """
         run_id = self.evaluation_run_id(evaluation_id)
-        items = self.review_items(run_ids=[run_id], final_only=False)
+        items = self.review_items(run_ids=[run_id], final_only=False, judged_only=False)
         return next(item for item in items if int(item["evaluation_id"]) == int(evaluation_id))
 
     def _criteria_of(self, evaluation_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
