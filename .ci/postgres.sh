@@ -208,6 +208,9 @@ cmd_start() {
         -v pw="$password" >/dev/null <<SQL ||
 CREATE ROLE $DB_USER LOGIN CREATEDB PASSWORD :'pw';
 CREATE DATABASE $DB_NAME OWNER $DB_USER TEMPLATE template0 ENCODING 'UTF8';
+-- The tests drop their databases WITH (FORCE): that also ends an autovacuum worker busy in
+-- one, which only pg_signal_backend may do (a worker belongs to no role the test owns).
+GRANT pg_signal_backend TO $DB_USER;
 SQL
         die "could not create the role $DB_USER and the database $DB_NAME"
     url="postgresql://$DB_USER:$password@127.0.0.1:$port/$DB_NAME"
