@@ -15,6 +15,7 @@ is scrubbed of it first: an agent that learnt the nonce could forge the blocks' 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -30,6 +31,7 @@ _NONCE_HEX_CHARS = 12
 _SCRUBBED_FIELDS = ("name", "gap", "evidence")
 
 
+@functools.lru_cache(maxsize=4096)  # asked for three times a pass; an HMAC each time
 def grading_nonce(grading_run_id: str) -> str:
     """The nonce of a grading run's payloads: 12 hex digits, the same for every pass.
 
