@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from rubric_core.models import DEFAULT_REPLAY_SCENARIO
 from rubric_core.runs.background import RunRegistry, batch_progress
 from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, RUN_STATUSES
 from rubric_core.store import RunFilters, Store, StoreError, default_db_target
@@ -252,6 +253,25 @@ def model_picker(
         persist_state=PERSIST,
     )
     return model_choice("base_url", base_url=url, base_url_model=name)
+
+
+def scenario_loader(
+    scenario_by_name: dict[str, dict], *, key: str, on_use: Callable[[], None]
+) -> None:
+    """The offline demo's scenario picker and its "Use scenario" button (Run and Batch pages).
+
+    The picker's value is `{key}_scenario_helper`; the button calls `on_use`.
+    """
+    helper_col, helper_button = st.columns([3, 1], vertical_alignment="bottom")
+    names = list(scenario_by_name)
+    helper_col.selectbox(
+        "Scenario",
+        names,
+        index=names.index(DEFAULT_REPLAY_SCENARIO) if DEFAULT_REPLAY_SCENARIO in names else 0,
+        format_func=lambda n: f"{n} — {scenario_by_name[n]['title']}",
+        key=f"{key}_scenario_helper",
+    )
+    helper_button.button("Use scenario", on_click=on_use, key=f"{key}_use_scenario")
 
 
 def agent_and_grader_pickers(

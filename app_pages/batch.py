@@ -55,6 +55,7 @@ from studio_ui import (
     rubric_criteria,
     rubric_version_picker,
     run_registry,
+    scenario_loader,
     show_store_error,
 )
 
@@ -104,16 +105,7 @@ with st.expander("Offline demo: load a replay scenario", expanded=not store.list
         "verdicts are written for the scenario's own rubric, and some scripts call grader "
         "tools: loading the scenario sets both."
     )
-    helper_col, helper_button = st.columns([3, 1], vertical_alignment="bottom")
-    names = list(scenario_by_name)
-    helper_col.selectbox(
-        "Scenario",
-        names,
-        index=names.index(DEFAULT_REPLAY_SCENARIO) if DEFAULT_REPLAY_SCENARIO in names else 0,
-        format_func=lambda n: f"{n} — {scenario_by_name[n]['title']}",
-        key="batch_scenario_helper",
-    )
-    helper_button.button("Use scenario", on_click=_use_scenario, key="batch_use_scenario")
+    scenario_loader(scenario_by_name, key="batch", on_use=_use_scenario)
 
 flash = st.session_state.pop("batch_flash", None)
 if flash:

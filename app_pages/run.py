@@ -34,6 +34,7 @@ from studio_ui import (
     render_run_overview,
     rubric_version_picker,
     run_registry,
+    scenario_loader,
     show_plain,
     show_store_error,
 )
@@ -97,16 +98,7 @@ with st.expander(
         "Replay models play back a scenario's scripted turns (no network, no API key). Their "
         "verdicts are written for the scenario's own rubric, so load it together with its input."
     )
-    helper_col, helper_button = st.columns([3, 1], vertical_alignment="bottom")
-    names = list(scenario_by_name)
-    helper_col.selectbox(
-        "Scenario",
-        names,
-        index=names.index(DEFAULT_REPLAY_SCENARIO) if DEFAULT_REPLAY_SCENARIO in names else 0,
-        format_func=lambda n: f"{n} — {scenario_by_name[n]['title']}",
-        key="run_scenario_helper",
-    )
-    helper_button.button("Use scenario", on_click=_use_scenario, key="run_use_scenario")
+    scenario_loader(scenario_by_name, key="run", on_use=_use_scenario)
 
 # Messages that come and go sit in containers drawn on every run, so the widgets below keep
 # their place in the page: a shifted widget shows twice while the page redraws.
