@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
-    AgentMiddleware,
     AgentState,
+    ModelRequest,
     OmitFromInput,
     hook_config,
 )
 from langchain_core.messages import AIMessage
 from langgraph.errors import GraphBubbleUp
 
+from rubric_core.attempt import attempt_goes_on, new_grading_run_id
 from rubric_core.errors import InputError, PassNotRecorded
 from rubric_core.grader import (
     Grader,
@@ -34,6 +35,7 @@ from rubric_core.grader.judges import UNSET, Unset, build_judges, check_judges
 from rubric_core.grader.nonce import grading_nonce, scrub, scrub_judges, scrub_verdicts
 from rubric_core.grader.validate import check_middleware_arguments
 from rubric_core.messages import final_answer, grader_feedback_message
+from rubric_core.model_check import CheckBeforeModelCall
 from rubric_core.rubric import CriterionSpec, validate_criteria
 from rubric_core.schema import (
     BEST_DRAFT_KEY,
@@ -49,7 +51,7 @@ from rubric_core.scoring import best_pass, regression_gap, regressions, score_pa
 from rubric_core.tools.checks import arun_checks, run_checks
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
     from pathlib import Path
 
     from langchain_core.language_models import BaseChatModel
@@ -114,6 +116,8 @@ class _Pass:
     """The attempt's earlier passes, oldest first."""
     looping: bool = True
     """`False` for `grade_transcript`: one pass outside a loop, its status is its verdict."""
+    start: dict[str, Any] = field(default_factory=dict)
+    """The state update that starts a new attempt with this pass (empty when it goes on)."""
 
     @property
     def criteria(self) -> list[str]:
@@ -179,7 +183,7 @@ def revision_message(evaluation: RubricEvaluation) -> HumanMessage:
     return grader_feedback_message("\n".join(lines))
 
 
-class RubricMiddleware(AgentMiddleware[RubricState, Any]):
+class RubricMiddleware(CheckBeforeModelCall):
     """Have the agent evaluate itself against a rubric and iterate until it is met.
 
     When the agent would finish (a model reply with no tool calls), a separate grader
@@ -333,15 +337,15 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
 
     # -- hooks -------------------------------------------------------------------------
 
-    def before_agent(self, state: RubricState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Start a new grading run when the rubric changed or the last attempt ended."""
-        return self._start_attempt(state)
+    # A new attempt (grading run) starts at the first pass after the rubric changed or
+    # the last attempt ended; `after_agent` starts it, so the loop adds no graph step of
+    # its own before the agent (one step and one checkpoint less per run). What must
+    # fail before the agent spends a model call, an invalid rubric or a judged criterion
+    # without a grader, is checked around the model call instead.
 
-    async def abefore_agent(
-        self, state: RubricState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """Async twin of `before_agent`."""
-        return self._start_attempt(state)
+    def check(self, request: ModelRequest[Any]) -> None:
+        """Refuse a rubric the loop cannot grade before the agent's first model call."""
+        self._check_new_attempt(request.state)
 
     @hook_config(can_jump_to=["model"])
     def after_agent(self, state: RubricState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -358,7 +362,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
         if pending_callback is not None:
             self._guard(_run_coroutine_blocking, pending_callback)
-        return self._update(evaluation, self._best_update(graded, evaluation))
+        return self._update(evaluation, {**graded.start, **self._best_update(graded, evaluation)})
 
     @hook_config(can_jump_to=["model"])
     async def aafter_agent(
@@ -377,7 +381,7 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
         evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
         if pending_callback is not None:
             await self._aguard(pending_callback)
-        return self._update(evaluation, self._best_update(graded, evaluation))
+        return self._update(evaluation, {**graded.start, **self._best_update(graded, evaluation)})
 
     # -- outside a loop ----------------------------------------------------------------
 
@@ -495,38 +499,39 @@ class RubricMiddleware(AgentMiddleware[RubricState, Any]):
             raise InputError(msg)
         return self.grader
 
-    def _start_attempt(self, state: RubricState) -> dict[str, Any] | None:
+    def _check_new_attempt(self, state: Mapping[str, Any]) -> None:
         rubric = state.get("rubric")
-        if rubric is None or rubric == "":
-            return None
+        if rubric is None or rubric == "" or attempt_goes_on(state, rubric):
+            return
         judged = judged_names(validate_criteria(rubric))
         if judged:
             self._require_grader(judged)
-        if (
-            state.get("_active_rubric") == rubric
-            and state.get("_current_grading_run_id")
-            and state.get("_rubric_status") not in TERMINAL_STATUSES
-        ):
-            return None  # the same attempt goes on (or resumes after an interruption)
-        return {
-            "_active_rubric": rubric,
-            "_current_grading_run_id": str(uuid.uuid4()),
-            "_rubric_iterations": 0,
-            "_rubric_status": None,
-            "_rubric_best_iteration": None,
-        }
 
     def _pending_pass(self, state: RubricState, runtime: Runtime[Any]) -> _Pass | None:
         rubric = state.get("rubric")
         if rubric is None or rubric == "":
             return None
-        run_id = state.get("_current_grading_run_id") or str(uuid.uuid4())
-        iteration = state.get("_rubric_iterations") or 0
+        specs = validate_criteria(rubric)
+        start: dict[str, Any] = {}
+        if attempt_goes_on(state, rubric):
+            run_id = str(state.get("_current_grading_run_id"))
+            iteration = state.get("_rubric_iterations") or 0
+        else:
+            judged = judged_names(specs)
+            if judged:
+                self._require_grader(judged)
+            run_id, iteration = new_grading_run_id(runtime), 0
+            start = {
+                "_active_rubric": rubric,
+                "_current_grading_run_id": run_id,
+                "_rubric_best_iteration": None,
+            }
         graded = _Pass(
             rubric=rubric,
-            specs=validate_criteria(rubric),
+            specs=specs,
             run_id=run_id,
             iteration=iteration,
+            start=start,
             previous=sorted(
                 (
                     e

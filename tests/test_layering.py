@@ -26,11 +26,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the parser can validate `{lines == 3}` without importing `tools`; scoring reads
     # parsed criteria and verdicts only. Both are pure functions of rubric values.
     # cells: spreadsheet-cell rules (formula neutralising, CSV quoting), pure string functions.
-    ("check_registry", "rubric", "messages", "scoring", "cells"),
+    # model_check: the agent-middleware base that checks before each model call (LangChain only).
+    ("check_registry", "rubric", "messages", "scoring", "cells", "model_check"),
     ("evaluate",),
     ("tools",),
     ("grader",),
-    ("middleware",),
+    ("middleware", "attempt"),
     ("models",),
     ("store",),
     ("runs",),

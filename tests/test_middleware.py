@@ -490,6 +490,40 @@ def test_resume_with_the_same_rubric_continues_the_in_flight_run():
     assert len({e["grading_run_id"] for e in evaluations}) == 1
 
 
+def test_a_first_pass_graded_again_after_a_crash_keeps_its_grading_run_id():
+    """The process dies after the first pass was reported (stored) but before the step's
+    checkpoint: on resume the pass is graded again and must name the same grading run,
+    so a store that has it already recognises it as the same pass."""
+    seen: list[dict] = []
+
+    def record_then_crash(evaluation):
+        seen.append(evaluation)
+        if len(seen) == 1:
+            raise KeyboardInterrupt  # the process dies before the checkpoint
+
+    agent, agent_model, _, _ = agent_with(
+        [needs_revision(), needs_revision(), satisfied()],
+        checkpointer=InMemorySaver(),
+        on_evaluation=record_then_crash,
+    )
+    config = {"configurable": {"thread_id": "crash-after-first-pass"}}
+    with pytest.raises(KeyboardInterrupt):
+        agent.invoke(ask(), config)
+    assert not agent.get_state(config).values.get("_rubric_evaluations")
+
+    result = agent.invoke(None, config)
+    assert result["_rubric_status"] == "satisfied"
+    assert [e["iteration"] for e in seen] == [0, 0, 1]
+    assert len({e["grading_run_id"] for e in seen}) == 1
+    assert result["_current_grading_run_id"] == seen[0]["grading_run_id"]
+    assert len(agent_model.calls) == 2  # the first answer was not asked for again
+
+    # A new request on the thread after the final verdict is a new grading run.
+    again = agent.invoke(ask("Once more."), config)
+    assert again["_current_grading_run_id"] != seen[0]["grading_run_id"]
+    assert [e["iteration"] for e in seen][-1] == 0
+
+
 async def test_cancellation_propagates_and_the_thread_resumes():
     agent, agent_model, grader_model, evaluations = agent_with(
         [satisfied()], checkpointer=InMemorySaver()

@@ -298,6 +298,29 @@ def test_agent_model_raising_mid_run_ends_in_error_with_passes_kept(store):
     assert store.transcript(run["id"])
 
 
+def test_a_transcript_that_cannot_be_stored_ends_the_run_in_error_with_its_passes(
+    store, monkeypatch
+):
+    """The transcript and the run's end share one commit; when the transcript cannot be
+    written, the end is still stored, as `error`, and says the transcript failed."""
+    import rubric_core.store.facade as facade
+    from rubric_core.store import StoreError
+
+    def refuse(run_id, messages):
+        raise StoreError("transcript row refused", kind="invalid")
+
+    monkeypatch.setattr(facade, "_transcript_rows", refuse)
+    run = run_once(store, _scenario_spec(store, "needs_revision_then_satisfied"))
+    assert run["status"] == "error"
+    assert "saving the transcript failed" in run["error"]
+    assert "transcript row refused" in run["error"]
+    assert [e["result"] for e in store.run_evaluations(run["id"])] == [
+        "needs_revision",
+        "satisfied",
+    ]
+    assert store.transcript(run["id"]) == []
+
+
 def test_handle_exposes_the_error(store):
     def explode(messages: list[Any]) -> AIMessage:
         raise ValueError("bad gateway")

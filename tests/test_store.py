@@ -311,6 +311,30 @@ def test_transcript_replaced_and_grader_messages_flagged(store, rubric_version, 
     assert messages[5]["name"] == RUBRIC_GRADER_MESSAGE_SOURCE
 
 
+def test_finish_run_with_its_transcript_writes_both_or_neither(store, rubric_version, new_run):
+    run_id = new_run(store, rubric_version["id"])
+    store.save_transcript(run_id, [HumanMessage("kept")])
+    with pytest.raises(StoreError, match="messages must be a list of messages, got str"):
+        store.finish_run(run_id, status="satisfied", transcript="not a list")
+    assert store.get_run(run_id)["status"] == "running"
+    assert [m["content"] for m in store.transcript(run_id)] == ["kept"]
+
+    store.finish_run(
+        run_id,
+        status="satisfied",
+        final_output="Done",
+        transcript=[HumanMessage("Write it"), AIMessage("Done")],
+    )
+    run = store.get_run(run_id)
+    assert (run["status"], run["final_output"]) == ("satisfied", "Done")
+    assert [(m["role"], m["content"]) for m in store.transcript(run_id)] == [
+        ("human", "Write it"),
+        ("ai", "Done"),
+    ]
+    with pytest.raises(StoreError, match="unknown run id"):
+        store.finish_run(run_id + 999, status="satisfied", transcript=[HumanMessage("x")])
+
+
 # --- queries ---------------------------------------------------------------------------------
 
 

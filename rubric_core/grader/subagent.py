@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware.types import AgentMiddleware, AgentState
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
@@ -37,13 +36,14 @@ from rubric_core.grader.prompt import (
 )
 from rubric_core.grader.retry import GRADER_RECURSION_LIMIT, RetryPolicy, describe_exception
 from rubric_core.grader.verdict_schema import needs_items_fallback, verdict_model
+from rubric_core.model_check import CheckBeforeModelCall
 from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterator, Sequence
+    from collections.abc import Iterator, Sequence
     from types import TracebackType
 
-    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+    from langchain.agents.middleware.types import ModelRequest
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
@@ -117,33 +117,19 @@ def check_corrections(messages: Sequence[BaseMessage], limit: int) -> None:
         raise GraderOutputError(msg)
 
 
-class _CorrectionLimit(AgentMiddleware[AgentState[Any], Any, Any]):
-    """Ends a grader call whose verdicts keep being rejected, after `limit` corrections."""
+class _CorrectionLimit(CheckBeforeModelCall):
+    """Ends a grader call whose verdicts keep being rejected, after `limit` corrections.
+
+    A check around the model call (not a hook node): every node of the grader would add
+    checkpoints to the caller's thread.
+    """
 
     def __init__(self, limit: int) -> None:
         super().__init__()
         self.limit = limit
 
-    def _check(self, messages: Sequence[BaseMessage]) -> None:
-        check_corrections(messages, self.limit)
-
-    # Checked around the model call rather than in a before_model hook: a hook is a graph
-    # node of its own, and every node of the grader adds checkpoints to the caller's thread.
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        self._check(request.messages)
-        return handler(request)
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        self._check(request.messages)
-        return await handler(request)
+    def check(self, request: ModelRequest[Any]) -> None:
+        check_corrections(request.messages, self.limit)
 
 
 def _config() -> RunnableConfig:

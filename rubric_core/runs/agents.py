@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware import AgentMiddleware
 
 from rubric_core.errors import RubricStudioError
+from rubric_core.model_check import CheckBeforeModelCall
 from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation
 
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Awaitable
 
-    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+    from langchain.agents.middleware.types import ModelRequest
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import RunnableConfig
     from langgraph.types import Durability
@@ -59,37 +59,17 @@ class StopRun(RubricStudioError):
     """Raised inside the agent loop when a run was asked to stop (`RunHandle.stop()`)."""
 
 
-class _StopMiddleware(AgentMiddleware[Any, Any, Any]):
-    """Raises `StopRun` before the agent's next model call once a stop was requested.
-
-    Checked around the model call, not in a `before_model` hook: a hook is a graph node
-    of its own, one more step and one more checkpoint before every model call.
-    """
+class _StopMiddleware(CheckBeforeModelCall):
+    """Raises `StopRun` before the agent's next model call once a stop was requested."""
 
     def __init__(self, stopped: Callable[[], bool]) -> None:
         super().__init__()
         self._stopped = stopped
 
-    def _check(self) -> None:
+    def check(self, request: ModelRequest[Any]) -> None:
         if self._stopped():
             msg = "stopped on request"
             raise StopRun(msg)
-
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        self._check()
-        return handler(request)
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        self._check()
-        return await handler(request)
 
 
 def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel]:

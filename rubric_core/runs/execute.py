@@ -28,11 +28,11 @@ from rubric_core.runs.recording import (
     error_text,
     make_recorder,
     store_missing_passes,
+    store_run_end,
     verdicts_kept_for_failed_steps,
 )
 from rubric_core.runs.shared import SharedAgent, shared_agent
 from rubric_core.runs.spec import RunSpec, SpecError, spec_from_run, validate_spec
-from rubric_core.store.retry import retry_write
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -435,8 +435,9 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
         try:
             result = agent.invoke(prepared.agent_input, config, durability=RUN_DURABILITY)
             values = dict(result or {})
-            with contextlib.suppress(Exception):
-                values = {**values, **agent.get_state(config).values}
+            if "_rubric_status" not in values:  # the output lacks the loop's state: read it
+                with contextlib.suppress(Exception):
+                    values = {**values, **agent.get_state(config).values}
             status = values.get("_rubric_status") or "error"
             if status == "error":
                 error = "the agent finished without a grading pass"
@@ -457,38 +458,22 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
         if unstored is not None and error is None:
             status, error = "error", unstored
         messages: list[BaseMessage] = list(values.get("messages") or [])
-        if messages:
-            try:
-                retry_write(
-                    lambda: store.save_transcript(handle.run_id, messages),
-                    what=f"the transcript of run {handle.run_id}",
-                )
-            except Exception as exc:
-                logger.exception("could not save the transcript of run %s", handle.run_id)
-                if error is None and status != "interrupted":
-                    status, error = "error", f"saving the transcript failed: {error_text(exc)}"
         failures = handle.record_failures
         if failures and status != "error":
             status, error = "error", failures[0]
         tokens_in, tokens_out = _agent_usage(messages)
-        handle.error = error
         best_iteration, best_score = _best(values)
+        end = {
+            "final_output": final_answer(messages, skip_empty=True),
+            "agent_input_tokens": tokens_in,
+            "agent_output_tokens": tokens_out,
+            "best_iteration": best_iteration,
+            "score": best_score,
+        }
         try:
-            retry_write(
-                lambda: store.finish_run(
-                    handle.run_id,
-                    status=status,
-                    final_output=final_answer(messages, skip_empty=True),
-                    error=error,
-                    agent_input_tokens=tokens_in,
-                    agent_output_tokens=tokens_out,
-                    best_iteration=best_iteration,
-                    score=best_score,
-                ),
-                what=f"the end of run {handle.run_id}",
-            )
+            status, error = store_run_end(store, handle, messages, status, error, end)
         except Exception as exc:
-            prefix = f"{error}; " if error else ""
+            prefix = f"{handle.error}; " if handle.error else ""
             handle.error = f"{prefix}its end ({status}) could not be stored: {error_text(exc)}"
             raise
         handle.final_status = status

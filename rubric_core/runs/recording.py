@@ -18,6 +18,7 @@ from rubric_core.schema import RubricEvaluation
 from rubric_core.store.retry import retry_write
 
 if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
     from langchain_core.runnables import RunnableConfig
 
     from rubric_core.store import Store
@@ -27,6 +28,7 @@ __all__ = [
     "error_text",
     "make_recorder",
     "store_missing_passes",
+    "store_run_end",
     "verdicts_kept_for_failed_steps",
 ]
 
@@ -138,3 +140,52 @@ def verdicts_kept_for_failed_steps(agent: Any, thread_id: str, tasks: Iterable[A
         if step is not None and step not in latest:
             latest[step] = "structured_response" in saved.checkpoint["channel_values"]
     return sum(latest.values())
+
+
+def store_run_end(
+    store: Store,
+    handle: Any,
+    messages: list[BaseMessage],
+    status: str,
+    error: str | None,
+    end: Mapping[str, Any],
+) -> tuple[str, str | None]:
+    """Store a run's transcript and its end (`end`: `finish_run`'s other columns).
+
+    Both share one commit. If that fails, the transcript is written alone, so that its
+    failure is told apart from the end's: a transcript that cannot be stored ends the run
+    in `error` saying so, with its passes kept. `handle.error` is set before the end is
+    committed, so whoever sees the final status sees the error. Returns the status and
+    error stored.
+
+    Raises:
+        Exception: The end itself could not be stored (after retries).
+    """
+
+    def finish(transcript: list[BaseMessage] | None) -> None:
+        retry_write(
+            lambda: store.finish_run(
+                handle.run_id, status=status, error=error, transcript=transcript, **end
+            ),
+            what=f"the end of run {handle.run_id}",
+        )
+
+    if messages:
+        handle.error = error
+        try:
+            finish(messages)
+            return status, error
+        except Exception:
+            logger.debug("run %s: transcript and end in one write failed", handle.run_id)
+        try:
+            retry_write(
+                lambda: store.save_transcript(handle.run_id, messages),
+                what=f"the transcript of run {handle.run_id}",
+            )
+        except Exception as exc:
+            logger.exception("could not save the transcript of run %s", handle.run_id)
+            if error is None and status != "interrupted":
+                status, error = "error", f"saving the transcript failed: {error_text(exc)}"
+    handle.error = error
+    finish(None)
+    return status, error

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rubric_core.runs.spec import RunSpec
     from rubric_core.schema import RubricEvaluation
 
-__all__ = ["SharedAgent", "shared_agent"]
+__all__ = ["SharedAgent", "models_built", "shared_agent"]
 
 _CACHE_SIZE = 16
 """Specs whose agents stay built (least recently used dropped first)."""
@@ -129,6 +129,22 @@ def _per_thread(model: BaseChatModel) -> BaseChatModel:
     return model
 
 
+def _spec_key(spec: RunSpec) -> tuple[Any, ...]:
+    # api_key is not part of a spec's equality (compare=False), so it is keyed apart.
+    return (dataclasses.replace(spec, input="-"), spec.api_key)
+
+
+def models_built(spec: RunSpec) -> bool:
+    """Whether this process has built the models of `spec` already (for a shared agent).
+
+    Validating a spec builds its models only to report a bad one before anything starts;
+    a spec whose shared agent exists has been built, and its runs use those models.
+    """
+    key = _spec_key(spec)
+    with _CACHE_LOCK:
+        return any(cached[:2] == key for cached in _CACHE)
+
+
 def shared_agent(spec: RunSpec, checkpointer: Any) -> SharedAgent:
     """The agent of `spec` (its input aside) on `checkpointer`, built on first use.
 
@@ -136,8 +152,7 @@ def shared_agent(spec: RunSpec, checkpointer: Any) -> SharedAgent:
         >>> shared = shared_agent(spec, saver)  # doctest: +SKIP
         >>> shared.attach(thread_id, recorder, stop_event)  # doctest: +SKIP
     """
-    # api_key is not part of a spec's equality (compare=False), so it is keyed apart.
-    key = (dataclasses.replace(spec, input="-"), spec.api_key, id(checkpointer))
+    key = (*_spec_key(spec), id(checkpointer))
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
         if cached is not None and cached.checkpointer is checkpointer:

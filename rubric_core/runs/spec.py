@@ -231,6 +231,10 @@ def validate_spec(spec: RunSpec, store: Store) -> None:
         get_tools(list(spec.grader_tools))
     except UnknownToolError as exc:
         raise SpecError("grader_tools", str(exc)) from exc
+    from rubric_core.runs.shared import models_built
+
+    if models_built(spec):  # this process built these very models for an earlier run
+        return
     roles: tuple[tuple[str, Literal["agent", "grader"]], ...] = (
         ("agent_model", "agent"),
         ("grader_model", "grader"),

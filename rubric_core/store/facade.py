@@ -16,7 +16,7 @@ from rubric_core.store.filters import RunFilters
 from rubric_core.store.labels import LabelsMixin
 from rubric_core.store.owner import current_owner
 from rubric_core.store.paths import default_db_target, is_postgres_url, redact_url
-from rubric_core.store.rows import evaluation_row, message_row
+from rubric_core.store.rows import MessageRow, evaluation_row, message_row
 from rubric_core.store.sqlbase import SnapshotStream, SQLBackend
 from rubric_core.store.sqlite import SQLiteBackend
 from rubric_core.store.validation import (
@@ -389,11 +389,7 @@ class Store(LabelsMixin, ExperimentsMixin):
             StoreError: Unknown run, or `messages` is not a list.
         """
         run_id = require_int(run_id, "run_id")
-        if isinstance(messages, str | bytes) or not isinstance(messages, Iterable):
-            msg = f"messages must be a list of messages, got {type(messages).__name__}"
-            raise StoreError(msg, kind="invalid")
-        rows = [message_row(run_id, position, m) for position, m in enumerate(messages)]
-        self._backend.save_transcript(run_id, rows)
+        self._backend.save_transcript(run_id, _transcript_rows(run_id, messages))
 
     def finish_run(
         self,
@@ -406,17 +402,21 @@ class Store(LabelsMixin, ExperimentsMixin):
         agent_output_tokens: int = 0,
         best_iteration: int | None = None,
         score: float | None = None,
+        transcript: Sequence[BaseMessage | Mapping[str, Any]] | None = None,
     ) -> None:
         """Close a run with its final status, output and agent token usage.
 
         `best_iteration` (zero-based) is the pass whose draft a `keep="best"` run handed
         back, and `score` that draft's score; when given, they replace the latest
-        pass's score the run carried while it ran.
+        pass's score the run carried while it ran. `transcript`, when given, replaces
+        the run's stored transcript in the same transaction (as `save_transcript`).
 
         Raises:
-            StoreError: Unknown run, or a status that is not a final one.
+            StoreError: Unknown run, a status that is not a final one, or a transcript
+                that is not a list of messages.
         """
         run_id = require_int(run_id, "run_id")
+        rows = None if transcript is None else _transcript_rows(run_id, transcript)
         if status not in _FINAL_STATUSES:
             msg = f"finish_run status must be one of {', '.join(_FINAL_STATUSES)}, got {status!r}"
             raise StoreError(msg, kind="invalid")
@@ -440,7 +440,7 @@ class Store(LabelsMixin, ExperimentsMixin):
                 msg = f"score must be a number from 0 to 1, got {score!r}"
                 raise StoreError(msg, kind="invalid")
             values["score"] = float(score)
-        self._backend.finish_run(run_id, values)
+        self._backend.finish_run(run_id, values, rows)
 
     def resume_run(self, run_id: int) -> None:
         """Mark a run `running` again, owned by this process (resuming from its checkpoint).
@@ -542,3 +542,12 @@ class Store(LabelsMixin, ExperimentsMixin):
         """
         chosen = RunFilters.from_args(filters, **filter_args)
         return self._backend.criterion_pass_rates(chosen, final_only=final_only)
+
+
+def _transcript_rows(
+    run_id: int, messages: Sequence[BaseMessage | Mapping[str, Any]]
+) -> list[MessageRow]:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Iterable):
+        msg = f"messages must be a list of messages, got {type(messages).__name__}"
+        raise StoreError(msg, kind="invalid")
+    return [message_row(run_id, position, m) for position, m in enumerate(messages)]

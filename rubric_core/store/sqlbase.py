@@ -118,6 +118,27 @@ def _decode_version(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _transcript_params(messages: list[MessageRow]) -> list[tuple[Any, ...]]:
+    return [
+        (
+            *row[:5],
+            int(row.is_grader),
+            json.dumps(row.tool_calls, ensure_ascii=False, default=str),
+            row.tool_call_id,
+        )
+        for row in messages
+    ]
+
+
+def _replace_transcript(tx: Tx, run_id: int, rows: list[tuple[Any, ...]]) -> None:
+    tx.run("DELETE FROM transcript_messages WHERE run_id = ?", (run_id,))
+    tx.many(
+        "INSERT INTO transcript_messages (run_id, position, role, name, content, "
+        "is_grader, tool_calls, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
 def _require_run(tx: Tx, run_id: int) -> None:
     if tx.one("SELECT 1 FROM runs WHERE id = ?", (run_id,)) is None:
         raise unknown_run(run_id)
@@ -417,34 +438,30 @@ class SQLBackend(abc.ABC):
 
     def save_transcript(self, run_id: int, messages: list[MessageRow]) -> None:
         """Replace the stored transcript of a run."""
-        rows = [
-            (
-                *row[:5],
-                int(row.is_grader),
-                json.dumps(row.tool_calls, ensure_ascii=False, default=str),
-                row.tool_call_id,
-            )
-            for row in messages
-        ]
+        rows = _transcript_params(messages)
 
         def job(tx: Tx) -> None:
             _require_run(tx, run_id)
-            tx.run("DELETE FROM transcript_messages WHERE run_id = ?", (run_id,))
-            tx.many(
-                "INSERT INTO transcript_messages (run_id, position, role, name, content, "
-                "is_grader, tool_calls, tool_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            _replace_transcript(tx, run_id, rows)
 
         self._write(job)
 
-    def finish_run(self, run_id: int, values: dict[str, Any]) -> None:
-        """Set a run's final columns (`values`), `finished_at` and `duration_s`."""
+    def finish_run(
+        self, run_id: int, values: dict[str, Any], transcript: list[MessageRow] | None = None
+    ) -> None:
+        """Set a run's final columns (`values`), `finished_at` and `duration_s`.
+
+        With `transcript`, the run's transcript is replaced in the same transaction
+        (one commit instead of two at the end of every run).
+        """
+        rows = None if transcript is None else _transcript_params(transcript)
 
         def job(tx: Tx) -> None:
             row = tx.one("SELECT started_at FROM runs WHERE id = ?", (run_id,))
             if row is None:
                 raise unknown_run(run_id)
+            if rows is not None:
+                _replace_transcript(tx, run_id, rows)
             finished = dt.datetime.now(dt.UTC)
             columns = {
                 **values,
