@@ -489,3 +489,35 @@ def test_killed_process_keeps_its_passes_and_the_run_resumes(tmp_path):
         evaluations = store.run_evaluations(run["id"])
         assert [e["iteration"] for e in evaluations] == [0, 1]
         assert len({e["grading_run_id"] for e in evaluations}) == 1
+
+
+def test_a_replay_run_does_not_import_provider_sdks(tmp_path):
+    """Worker processes start by importing what a run needs; checking whether a grader
+    is Anthropic's or OpenAI's must not import those SDKs (seconds each) for other models."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, tempfile\n"
+        "from pathlib import Path\n"
+        "from rubric_core.models import load_scenario\n"
+        "from rubric_core.runs import RunSpec, run_once\n"
+        "from rubric_core.store import Store\n"
+        "s = load_scenario('needs_revision_then_satisfied')\n"
+        f"store = Store(Path({str(tmp_path)!r}) / 'r.db')\n"
+        "v = store.save_rubric_version('r', s['rubric'])['id']\n"
+        "m = 'replay:needs_revision_then_satisfied'\n"
+        "run = run_once(store, RunSpec(v, s['input'], m, m))\n"
+        "assert run['status'] == 'satisfied', run\n"
+        "print(sorted(n for n in ('anthropic', 'langchain_anthropic') if n in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]"

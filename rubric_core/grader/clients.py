@@ -38,8 +38,15 @@ def takes_call_timeout(model: object) -> bool:
         >>> takes_call_timeout(GenericFakeChatModel(messages=iter([])))
         False
     """
+    if not _has_class_from(model, "langchain_openai"):  # no need to import the SDK to know
+        return False
     base = _openai_base()
     return base is not None and isinstance(model, base)
+
+
+def _has_class_from(model: object, package: str) -> bool:
+    """Whether `model`'s class or a base of it is defined in `package` (already imported)."""
+    return any(c.__module__.partition(".")[0] == package for c in type(model).__mro__)
 
 
 def model_from_spec(spec: str, *, timeout_s: float, parameter: str = "model") -> BaseChatModel:
@@ -76,6 +83,10 @@ def model_from_spec(spec: str, *, timeout_s: float, parameter: str = "model") ->
 
 
 def _is_anthropic(model: object) -> bool:
+    # An Anthropic model's class comes from langchain_anthropic, already imported then;
+    # for any other model, importing it (and the anthropic SDK, seconds) is not needed.
+    if not _has_class_from(model, "langchain_anthropic"):
+        return False
     try:
         from langchain_anthropic import ChatAnthropic
     except ImportError:
