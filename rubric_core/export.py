@@ -13,7 +13,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple
 
-from rubric_core.cells import csv_cell, neutralise_cell
+from rubric_core.cells import PLAIN_CELL, csv_cell, neutralise_cell
 from rubric_core.store import RunFilters, StoreError, StoreInputError
 
 if TYPE_CHECKING:
@@ -382,9 +382,20 @@ def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str]
 
     Byte for byte what `csv.writer` writes for `_criteria_row` after `neutralise_cell`
     (tests/export_reference.py is that slow path; the tests compare the two), but each
-    pass's shared cells are quoted once and each verdict row is one f-string.
+    pass's shared cells are quoted once, the text values that repeat (criterion names,
+    results, statuses) are quoted once per export, and each verdict row is one f-string.
     """
-    names: dict[str, str] = {}  # criterion names repeat on every pass of a rubric
+    cells: dict[str, str] = {}  # text values only: 1, 1.0 and True hash alike, cells differ
+
+    def cell(value: str) -> str:
+        text = cells.get(value)
+        if text is None:
+            if len(cells) > 10_000:
+                cells.clear()
+            text = cells[value] = csv_cell(value)
+        return text
+
+    plain = PLAIN_CELL.match  # most gaps need no quoting: skip the call to csv_cell
     run_id, run_head, run_status = None, "", ""
     try:
         for row, verdicts, labels in passes:
@@ -392,31 +403,29 @@ def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str]
                 run_id, run_head, run_status = (
                     row[0],
                     ",".join(map(csv_cell, row[0:6])),
-                    csv_cell(row[17]),
+                    cell(row[17]),
                 )
-            head = f"{run_head},{','.join(map(csv_cell, row[6:10]))}"
-            middle = ",".join(map(csv_cell, (*row[10:14], _iso(row[14]))))
-            after = f"{csv_cell(row[15])},{row[16]}"
-            tail = f"{run_status},{csv_cell(row[18])}\r\n"
-            if not verdicts:
-                yield [f"{head},,,,{middle},,,{after},,,,,{tail}"]
+            # Numbers NOT NULL in both schemas (iteration, tokens, duration, the pass's id, a
+            # verdict's weight) are written as `str` writes them, which is what csv_cell does.
+            head = f"{run_head},{cell(row[6])},{row[7]},{cell(row[8])},{cell(row[9])},"
+            middle = f",{csv_cell(row[10])},{row[11]},{row[12]},{row[13]},{_iso(row[14])},"
+            after = f",{csv_cell(row[15])},{row[16]},"
+            end = f"{run_status},{csv_cell(row[18])}\r\n"
+            if not verdicts:  # empty verdict and label cells
+                yield [f"{head},,{middle},{after},,,,{end}"]
                 continue
-            lines = []
-            for _, name, passed, gap, weight, checked_by, insufficient in verdicts:
-                criterion = names.get(name)
-                if criterion is None:
-                    if len(names) > 10_000:
-                        names.clear()
-                    criterion = names[name] = csv_cell(name)
-                label = labels.get(name) if labels else None
-                lines.append(
-                    f"{head},{criterion},{'true' if passed else 'false'},"
-                    f"{'' if gap is None else csv_cell(gap)},{middle},{weight},"
-                    f"{'' if checked_by is None else csv_cell(checked_by)},{after},"
-                    f"{'true' if insufficient else 'false'},"
-                    f"{',,' if label is None else _label_cells(label)},{tail}"
-                )
-            yield lines
+            unlabelled = f",,,,{end}"
+            ends = {  # a labelled criterion's row ends in its label
+                name: f",{_label_cells(label)},{end}" for name, label in labels.items()
+            }
+            yield [
+                f"{head}{cells.get(name) or cell(name)}{',true,' if passed else ',false,'}"
+                f"{'' if gap is None else gap if plain(gap) else csv_cell(gap)}{middle}{weight},"
+                f"{'' if checked_by is None else csv_cell(checked_by)}{after}"
+                f"{'true' if insufficient else 'false'}"
+                f"{ends.get(name, unlabelled) if ends else unlabelled}"
+                for _, name, passed, gap, weight, checked_by, insufficient in verdicts
+            ]
     finally:
         passes.close()  # closes the read connection at once
 
