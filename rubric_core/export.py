@@ -207,9 +207,9 @@ def _check(dataset: str, filters: RunFilters | None, filter_args: dict[str, Any]
     return RunFilters.from_args(filters, **filter_args)
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_MINUTES: dict[int, str] = {}
-"""`YYYY-MM-DDTHH:MM:` by minutes since the epoch: a store's passes share few minutes."""
+_EPOCH = dt.date(1970, 1, 1)
+_DAYS: dict[int, str] = {}
+"""`YYYY-MM-DDT` by days since the epoch: a store's passes share few days."""
 
 
 def _iso(value: float | None) -> str | None:
@@ -230,13 +230,15 @@ def _iso(value: float | None) -> str | None:
     elif micro < 0:
         micro += 1_000_000
         seconds -= 1
+    day, seconds = divmod(seconds, 86_400)
+    date = _DAYS.get(day)
+    if date is None:
+        if len(_DAYS) > 10_000:
+            _DAYS.clear()
+        date = _DAYS[day] = f"{(_EPOCH + dt.timedelta(days=day)).isoformat()}T"
+    hour, seconds = divmod(seconds, 3600)
     minute, second = divmod(seconds, 60)
-    prefix = _MINUTES.get(minute)
-    if prefix is None:
-        if len(_MINUTES) > 10_000:
-            _MINUTES.clear()
-        prefix = _MINUTES[minute] = (_EPOCH + dt.timedelta(minutes=minute)).isoformat()[:17]
-    return f"{prefix}{second:02}.{micro:06}+00:00"
+    return f"{date}{hour:02}:{minute:02}:{second:02}.{micro:06}+00:00"
 
 
 def _bool(value: Any) -> bool | None:
