@@ -414,7 +414,9 @@ def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str]
     pass's shared cells are quoted once, the text values that repeat (criterion names,
     results, statuses) are quoted once per export, and each verdict row is one f-string.
     """
-    cells: dict[str, str] = {}  # text values only: 1, 1.0 and True hash alike, cells differ
+    cells: dict[
+        str, str
+    ] = {}  # few values (names, statuses); text only: 1, 1.0 and True hash alike
 
     def cell(value: str) -> str:
         text = cells.get(value)
@@ -426,6 +428,7 @@ def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str]
 
     plain = PLAIN_CELL.match  # most gaps need no quoting: skip the call to csv_cell
     run_id, run_head, run_status = None, "", ""
+    grading_run, grading_cell = None, ""  # a grading run's id repeats on each of its passes
     try:
         for row, verdicts, labels in passes:
             if row[0] != run_id:  # a run's cells are the same on each of its passes
@@ -436,7 +439,9 @@ def _criteria_lines(passes: Generator[_Pass, None, None]) -> Generator[list[str]
                 )
             # Numbers NOT NULL in both schemas (iteration, tokens, duration, the pass's id, a
             # verdict's weight) are written as `str` writes them, which is what csv_cell does.
-            head = f"{run_head},{cell(row[6])},{row[7]},{cell(row[8])},{cell(row[9])},"
+            if row[6] != grading_run:
+                grading_run, grading_cell = row[6], csv_cell(row[6])
+            head = f"{run_head},{grading_cell},{row[7]},{cell(row[8])},{cell(row[9])},"
             middle = f",{csv_cell(row[10])},{row[11]},{row[12]},{row[13]},{_iso(row[14])},"
             after = f",{csv_cell(row[15])},{row[16]},"
             end = f"{run_status},{csv_cell(row[18])}\r\n"
