@@ -7,9 +7,12 @@ three cursors (passes, verdicts, labels) in one read snapshot, each pass's cells
 once. Runs alternate between the two (interleaved), so machine load hits both alike; the
 ratio is the figure to trust.
 Every timed run's bytes are hashed and compared, and peak Python memory is measured at
-two store sizes to show it stays flat.
+two store sizes to show it stays flat. `--against REV` also times `rubric_core/export.py`
+(with its `cells.py`) as it was at git revision REV, in the same rotation; `--no-reference`
+leaves the slow path out (it takes minutes on 1M rows).
 
     python bench/bench_export.py [--runs 20000] [--repeats 3] [--data-dir D --keep]
+                                 [--against c2066f9 [--no-reference]]
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+import importlib
 import io
 import os
 import platform
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,6 +70,27 @@ def _old(store: Store, sink: io.TextIOBase) -> int:
     return reference_criteria_csv(store, sink, RunFilters())
 
 
+def _previous(rev: str, into: Path) -> Callable[[Store, io.TextIOBase], int]:
+    """`write_csv` of the criteria dataset as `rubric_core/export.py` and `cells.py` were at
+    git revision `rev` (loaded as package `rubric_previous`; the store is today's)."""
+    root = Path(__file__).resolve().parents[1]
+    package = into / "rubric_previous"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    for name in ("cells", "export"):
+        shown = subprocess.run(
+            ["git", "-C", str(root), "show", f"{rev}:rubric_core/{name}.py"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        text = shown.replace("from rubric_core.cells import", "from rubric_previous.cells import")
+        (package / f"{name}.py").write_text(text, encoding="utf-8")
+    sys.path.insert(0, str(into))
+    module = importlib.import_module("rubric_previous.export")
+    return lambda store, sink: int(module.write_csv(store, sink, "criteria"))
+
+
 def _timed(fn: Callable[[Store, io.TextIOBase], int], store: Store) -> tuple[float, int, str]:
     sink = _HashSink()
     began = time.perf_counter()
@@ -82,67 +108,104 @@ def _peak(fn: Callable[[Store, io.TextIOBase], int], store: Store) -> int:
         tracemalloc.stop()
 
 
+def _median_ratio(top: list[float], bottom: list[float]) -> tuple[float, str]:
+    ratios = [a / b for a, b in zip(top, bottom, strict=True)]
+    return statistics.median(ratios), ", ".join(f"{r:.2f}" for r in ratios)
+
+
 def run(
-    *, runs: int, passes: int, criteria: int, repeats: int, data_dir: Path, keep: bool = False
+    *,
+    runs: int,
+    passes: int,
+    criteria: int,
+    repeats: int,
+    data_dir: Path,
+    keep: bool = False,
+    against: str | None = None,
+    reference: bool = True,
 ) -> str:
     sizes = {"export-big.db": runs, "export-small.db": max(1, runs // 10)}
     for name, count in sizes.items():
         if not (keep and (data_dir / name).exists()):
             generate(data_dir / name, runs=count, passes=passes, criteria=criteria)
     big_path, small_path = data_dir / "export-big.db", data_dir / "export-small.db"
+    paths: dict[str, Callable[[Store, io.TextIOBase], int]] = {}
+    if reference:
+        paths["old"] = _old
+    if against is not None:
+        paths["previous"] = _previous(against, Path(tempfile.mkdtemp(prefix="rubric-prev-")))
+    paths["new"] = _new
     load_before = Path("/proc/loadavg").read_text().split()[:3]
+    began = time.gmtime()
     lines: list[str] = []
     with Store(big_path) as big, Store(small_path) as small:
-        _timed(_new, big)  # warm the page cache for both
-        old_s: list[float] = []
-        new_s: list[float] = []
-        ratios: list[float] = []
+        _timed(_new, big)  # warm the page cache for every path
+        seconds: dict[str, list[float]] = {name: [] for name in paths}
         rows = 0
-        for _ in range(repeats):
-            old, old_rows, old_hash = _timed(_old, big)
-            new, new_rows, new_hash = _timed(_new, big)
-            if (old_rows, old_hash) != (new_rows, new_hash):
-                msg = f"the paths differ: {old_rows} rows {old_hash} vs {new_rows} rows {new_hash}"
+        for repeat in range(repeats):
+            names = list(paths)
+            names = names[repeat % len(names) :] + names[: repeat % len(names)]  # rotate
+            results = {name: _timed(paths[name], big) for name in names}
+            if len({(count, digest) for _, count, digest in results.values()}) != 1:
+                msg = f"the paths differ: {results}"
                 raise SystemExit(msg)
-            rows = new_rows
-            print(f"pair: old {old:.2f} s, new {new:.2f} s, {rows:,} rows", flush=True)
-            old_s.append(old)
-            new_s.append(new)
-            ratios.append(new / old)
-        peaks = {
-            "new, small store": _peak(_new, small),
-            "new, big store": _peak(_new, big),
-            "old, small store": _peak(_old, small),
-        }
+            rows = results["new"][1]
+            for name, (spent, _, _) in results.items():
+                seconds[name].append(spent)
+            shown = ", ".join(f"{name} {results[name][0]:.2f} s" for name in paths)
+            print(f"round {repeat + 1}: {shown}, {rows:,} rows", flush=True)
+        peaks = {"new, small store": _peak(_new, small), "new, big store": _peak(_new, big)}
+        if reference:
+            peaks["old, small store"] = _peak(_old, small)
     load_after = Path("/proc/loadavg").read_text().split()[:3]
-    old_med, new_med = statistics.median(old_s), statistics.median(new_s)
+    medians = {name: statistics.median(spent) for name, spent in seconds.items()}
+    command = f"python bench/bench_export.py --runs {runs} --repeats {repeats}"
+    if against is not None:
+        command += f" --against {against}" + ("" if reference else " --no-reference")
     lines += [
         "## CSV export of the criteria dataset: new path against the old, same run",
         "",
-        f"Command: `python bench/bench_export.py --runs {runs} --repeats {repeats}`  ",
-        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
-        f"{platform.machine()}, Python {platform.python_version()}, SQLite "
+        f"Command: `{command}`  ",
+        f"Measured {time.strftime('%Y-%m-%d %H:%M', began)}-{time.strftime('%H:%M UTC', time.gmtime())} "
+        f"on {platform.machine()}, Python {platform.python_version()}, SQLite "
         f"{sqlite3.sqlite_version}, {os.cpu_count()} CPUs; load average (1/5/15 min) "
         f"{' '.join(load_before)} before, {' '.join(load_after)} after.",
         "",
         f"Store: {runs:,} runs × {passes} passes × {criteria} criteria = {rows:,} criterion "
-        f"rows; {repeats} interleaved pairs (old, new), each writing to a hashing sink; the "
-        "bytes of every pair are identical (SHA-256 compared).",
+        f"rows; {repeats} rounds of {', '.join(paths)} (order rotated each round), each "
+        "writing to a hashing sink; the bytes of every round are identical (SHA-256 compared).",
         "",
         "| path | median seconds | rows/s | peak Python memory |",
         "|---|---:|---:|---:|",
-        f"| old: one joined query, csv.writer | {old_med:.2f} | {rows / old_med:,.0f} | "
-        f"{peaks['old, small store'] / 1e6:.1f} MB (10× smaller store) |",
-        f"| new: three cursors (passes, verdicts, labels), one snapshot | {new_med:.2f} | "
-        f"{rows / new_med:,.0f} | "
-        f"{peaks['new, big store'] / 1e6:.1f} MB |",
+    ]
+    if reference:
+        lines.append(
+            f"| old: one joined query, csv.writer | {medians['old']:.2f} | "
+            f"{rows / medians['old']:,.0f} | {peaks['old, small store'] / 1e6:.1f} MB "
+            "(10× smaller store) |"
+        )
+    if against is not None:
+        lines.append(
+            f"| previous: rubric_core/export.py at {against} | {medians['previous']:.2f} | "
+            f"{rows / medians['previous']:,.0f} | – |"
+        )
+    lines += [
+        f"| new: three cursors (passes, verdicts, labels), one snapshot | {medians['new']:.2f} | "
+        f"{rows / medians['new']:,.0f} | {peaks['new, big store'] / 1e6:.1f} MB |",
         "",
-        f"Time ratio new/old, median of the paired ratios: {statistics.median(ratios):.2f} "
-        f"(pairs: {', '.join(f'{r:.2f}' for r in ratios)}).  ",
+    ]
+    for name in ("old", "previous"):
+        if name in seconds:
+            median, each = _median_ratio(seconds["new"], seconds[name])
+            lines.append(
+                f"Time ratio new/{name}, median of the per-round ratios: {median:.2f} "
+                f"(rounds: {each}).  "
+            )
+    lines.append(
         f"Peak memory of the new path on a 10× smaller store: "
         f"{peaks['new, small store'] / 1e6:.1f} MB, so 10× the rows costs "
-        f"{peaks['new, big store'] / peaks['new, small store']:.2f}× the memory.",
-    ]
+        f"{peaks['new, big store'] / peaks['new, small store']:.2f}× the memory."
+    )
     return "\n".join(lines)
 
 
@@ -156,6 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="reuse the stores in --data-dir")
     parser.add_argument("--data-dir", type=Path, default=None, help="where to generate the stores")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--against", default=None, help="also time rubric_core/export.py at this git revision"
+    )
+    parser.add_argument(
+        "--no-reference", action="store_true", help="leave out the slow csv.writer path"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="rubric-bench-") as tmp:
         report = run(
@@ -165,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             repeats=args.repeats,
             data_dir=args.data_dir or Path(tmp),
             keep=args.keep,
+            against=args.against,
+            reference=not args.no_reference,
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report + "\n", encoding="utf-8")

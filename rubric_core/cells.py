@@ -6,7 +6,7 @@ import re
 import unicodedata
 from typing import Any
 
-__all__ = ["csv_cell", "neutralise_cell"]
+__all__ = ["PLAIN_CELL", "csv_cell", "neutralise_cell"]
 
 _SAFE_FIRST = frozenset(chr(code) for code in range(0x21, 0x7F)) - frozenset("=+-@")
 """First characters that need no look at the rest: printable ASCII but `=`, `+`, `-`, `@`."""
@@ -16,6 +16,9 @@ _INVISIBLE = frozenset(("Cc", "Cf", "Zs", "Zl", "Zp"))
 """Unicode categories a spreadsheet may skip before it reads a formula: controls, format
 characters (zero-width space, BOM, soft hyphen), spaces (NBSP) and line separators."""
 _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
+PLAIN_CELL = re.compile(r'[!#-*.-<>?A-~][^,"\r\n]*\Z')
+"""Matches the text cells `csv_cell` writes as they are, the common case, in one call: a
+first character in `_SAFE_FIRST` (nor `"` or `,`), no `,`, `"`, CR or LF after it."""
 
 
 def neutralise_cell(value: str) -> str:
@@ -65,6 +68,8 @@ def csv_cell(value: Any) -> str:
         return ""
     if value.__class__ is not str:
         return str(value)
+    if PLAIN_CELL.match(value) is not None:
+        return value
     if value and value[0] not in _SAFE_FIRST:
         value = neutralise_cell(value)
     if _NEEDS_QUOTES.search(value) is None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
+import random
 
 import pytest
 
@@ -405,3 +407,113 @@ def test_export_reads_one_snapshot_while_passes_arrive(store, complete, new_run,
     text = (head + b"".join(chunks)).decode("utf-8")
     assert len(list(csv.reader(io.StringIO(text, newline="")))) == 1 + 5
     assert len(list(iter_rows(store))) == 5 + 2
+
+
+HOSTILE_TEXT = [
+    "plain",
+    "=SUM(A1)",
+    'a,"b"',
+    "line\nbreak\r\nend",
+    "nul\x00inside",
+    "\u200b+cmd",
+    "\uff1dx",
+    "ünï 🚀",
+    "-1",
+    "-1+1",
+    "@x",
+    "\tx",
+    "'quoted'",
+    "#-ok",
+]
+
+
+@pytest.fixture
+def hostile(store, new_run, make_evaluation):
+    """Runs whose every text cell is one of HOSTILE_TEXT, with labels, code checks,
+    insufficient verdicts, scores and timestamps on rounding boundaries."""
+    version = store.save_rubric_version("hostile", "- one\n- two")
+    stamps = [1_700_000_000.0000005, 1_700_000_059.9999995, 1_700_000_000.5, 0.0, 86_399.9999996]
+    for index, text in enumerate(HOSTILE_TEXT):
+        run_id = new_run(store, version["id"], input=text, agent_model=text)
+        for iteration in range(2):
+            evaluation = make_evaluation(
+                grading_run_id=text,
+                iteration=iteration,
+                explanation=text,
+                draft=HOSTILE_TEXT[-1 - index],
+                started_at=stamps[(index + iteration) % len(stamps)] + index,
+                verdicts=[(f"c{index}", True), (f"{text} x", False, text), ("g", False, "")],
+            )
+            evaluation["criteria"][1]["checked_by"] = text
+            evaluation["criteria"][2]["insufficient"] = True
+            evaluation["score"] = [None, 0.25, 1.0][index % 3]
+            first = store.record_evaluation(run_id, evaluation)
+            if iteration == 0:
+                store.set_label(first, f"{text} x", index % 2 == 0, reviewer=text, note=text)
+        store.finish_run(run_id, status="satisfied" if index % 2 else "failed")
+
+
+def test_criteria_csv_bytes_match_the_reference_on_hostile_cells(store, hostile):
+    """Issue 12: every kind of cell (NUL, line breaks, quotes, formulas, look-alikes,
+    unicode, labels, code checks) is written as the slow csv.writer path writes it."""
+    from tests.export_reference import reference_criteria_csv
+
+    expected = io.StringIO(newline="")
+    assert reference_criteria_csv(store, expected, RunFilters()) == len(HOSTILE_TEXT) * 2 * 3
+    for chunk_rows in (1, 4, 1000):
+        fast = b"".join(csv_chunks(store, rows_per_chunk=chunk_rows)).decode("utf-8")
+        assert fast == expected.getvalue()
+    labelled = [row for row in iter_rows(store) if row["reviewer"] is not None]
+    assert len(labelled) == len(HOSTILE_TEXT)
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        0.0,
+        -1.5,
+        0.0000005,
+        0.0000015,
+        -0.0000005,
+        59.9999995,
+        86_399.9999996,
+        1_700_000_000.123456,
+        1_700_000_000.9999995,
+        1e9 + 0.5e-6,
+        253_402_300_799.0,
+        -62_135_596_800.0,
+        *(1_700_000_000 + step / 2e6 for step in range(-5, 6)),
+    ],
+)
+def test_iso_timestamps_match_datetime(stamp):
+    """`criteria.started_at` is formatted without datetime, rounded as datetime rounds."""
+    from rubric_core.export import _iso
+
+    expected = dt.datetime.fromtimestamp(stamp, dt.UTC).isoformat(timespec="microseconds")
+    assert _iso(stamp) == expected
+
+
+def test_iso_timestamps_match_datetime_on_many_values():
+    from rubric_core.export import _iso
+
+    rng = random.Random(12)
+    for _ in range(20_000):
+        stamp = rng.uniform(-6e10, 2.5e11) if rng.random() < 0.5 else 1.7e9 + rng.random() * 1e7
+        expected = dt.datetime.fromtimestamp(stamp, dt.UTC).isoformat(timespec="microseconds")
+        assert _iso(stamp) == expected
+
+
+def test_plain_cell_pattern_only_matches_cells_written_as_they_are():
+    """`PLAIN_CELL` is csv_cell's shortcut: whatever it matches, neutralising and quoting
+    would leave alone."""
+    from rubric_core.cells import _NEEDS_QUOTES, PLAIN_CELL
+
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        for cell in (chr(code), chr(code) + "x", "a" + chr(code)):
+            if PLAIN_CELL.match(cell):
+                assert neutralise_cell(cell) == cell
+                assert _NEEDS_QUOTES.search(cell) is None
+    assert PLAIN_CELL.match("plain text; with: marks!")
+    assert not PLAIN_CELL.match("=1")
