@@ -70,12 +70,13 @@ def agreement_with_labels(
     Raises:
         NoLabelsError: None of the passes has a human label.
     """
-    scope = {"batch_id": batch_id, "run_ids": run_ids, "filters": filters}
     if experiment_id is None:
         # Only the labelled passes can pair up; they are read starting from the labels.
-        items = store.labelled_items(**scope)
+        items = store.labelled_items(batch_id=batch_id, run_ids=run_ids, filters=filters)
     else:
-        items = store.review_items(**scope, experiment_id=experiment_id)
+        items = store.review_items(
+            batch_id=batch_id, run_ids=run_ids, filters=filters, experiment_id=experiment_id
+        )
     judged = {int(item["evaluation_id"]): item["criteria"] for item in items}
     labels = {
         int(item["evaluation_id"]): {
@@ -93,7 +94,8 @@ def agreement_with_labels(
         )
         raise NoLabelsError(msg)
     if experiment_id is None:
-        criteria = store.review_criteria(**scope)  # every judged criterion, labelled or not
+        # Every criterion the queue's passes judged, labelled or not, in first-seen order.
+        criteria = store.review_criteria(batch_id=batch_id, run_ids=run_ids, filters=filters)
     else:
         criteria = _criteria_order(store, experiment_id)
     return agreement_report(pairs, criteria=criteria)
