@@ -241,7 +241,7 @@ def test_the_migration_fills_the_final_pass_of_stored_runs(tmp_path):
             conn.execute(f"DROP TRIGGER run_final_{trigger}")
         for trigger in ("judged_insert", "judged_delete", "judged_update"):
             conn.execute(f"DROP TRIGGER run_final_{trigger}")
-        conn.execute("DROP INDEX idx_runs_version_final")
+        conn.execute("DROP INDEX idx_runs_final")
         conn.execute("ALTER TABLE runs DROP COLUMN final_evaluation_id")
         conn.execute("ALTER TABLE runs DROP COLUMN final_judged")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = ?", (MIGRATION_NAME,))

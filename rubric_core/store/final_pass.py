@@ -6,7 +6,7 @@ when that pass has verdicts (a `grader_error` pass has none). Triggers on `evalu
 and `criterion_results` keep both exact in the same transaction as the passes: a pass
 added, removed or moved in time re-picks the run's final pass; a verdict added to or
 removed from the final pass sets `final_judged`. With the index on
-`(rubric_version_id, final_judged, final_evaluation_id)` the Review and Agreement pages
+`(final_judged, rubric_version_id, final_evaluation_id)` the Review and Agreement pages
 count and page a rubric version's queue from the index alone, at any store size.
 
 Like `pass_counts`, it assumes what the store guarantees: a verdict's `run_id` is its
@@ -55,8 +55,9 @@ _COMMON: tuple[str, ...] = (
     "ALTER TABLE runs ADD COLUMN final_judged INTEGER NOT NULL DEFAULT 0",
     f"UPDATE runs SET final_evaluation_id = {_FINAL_ID}",
     f"UPDATE runs SET final_judged = {_JUDGED.format(final='runs.final_evaluation_id')}",
-    "CREATE INDEX idx_runs_version_final ON runs "
-    "(rubric_version_id, final_judged, final_evaluation_id)",
+    # `final_judged` leads, so no query that does not ask for it takes this index for a
+    # rubric-version lookup (SQLite, before `ANALYZE` has seen it, would think it selective).
+    "CREATE INDEX idx_runs_final ON runs (final_judged, rubric_version_id, final_evaluation_id)",
 )
 
 SQLITE_STEPS: tuple[str, ...] = (

@@ -417,13 +417,13 @@ class LabelsMixin:
         known = {
             row["criterion"]
             for row in self._backend.query(
-                "SELECT DISTINCT criterion FROM criterion_pass_counts WHERE rubric_version_id IN "
-                f"(SELECT DISTINCT r.rubric_version_id FROM runs r WHERE {where})",
+                "SELECT DISTINCT c.criterion FROM criterion_pass_counts c WHERE EXISTS "
+                f"(SELECT 1 FROM runs r WHERE r.rubric_version_id = c.rubric_version_id AND {where})",
                 params,
             )
         }
         seen: dict[str, None] = {}
-        after, size = None, 100
+        after, size = None, 20
         while True:
             ids = self.review_ids(
                 batch_id=batch_id, run_ids=run_ids, filters=filters, after=after, limit=size
