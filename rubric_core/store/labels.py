@@ -455,16 +455,17 @@ class LabelsMixin:
     @staticmethod
     def _labelled_sql(where: str, params: list[Any], *, fully: bool) -> tuple[str, list[Any]]:
         """`SELECT x.evaluation_id FROM (...) x`: the queue's passes with labels (`fully`:
-        every criterion labelled), starting from the labels. `CROSS JOIN` keeps SQLite
-        from starting at the runs; PostgreSQL plans it as an inner join."""
+        every criterion labelled), starting from the labelled passes (read off the labels'
+        `(run_id, evaluation_id)` index), each run then looked up by its key. `EXISTS`, not a
+        join: SQLite would build a Bloom filter over every run for the join."""
         sql = (
-            "SELECT x.evaluation_id FROM (SELECT DISTINCT l.evaluation_id FROM labels l "
-            "CROSS JOIN runs r WHERE r.id = l.run_id AND l.evaluation_id = r.final_evaluation_id "
-            f"AND {where}) x"
+            "SELECT x.evaluation_id FROM (SELECT DISTINCT l.run_id, l.evaluation_id FROM labels l) x "
+            "WHERE EXISTS (SELECT 1 FROM runs r WHERE r.id = x.run_id "
+            f"AND r.final_evaluation_id = x.evaluation_id AND {where})"
         )
         if fully:
             sql += (
-                " WHERE NOT EXISTS (SELECT 1 FROM criterion_results c "
+                " AND NOT EXISTS (SELECT 1 FROM criterion_results c "
                 "WHERE c.evaluation_id = x.evaluation_id AND NOT EXISTS (SELECT 1 FROM labels l2 "
                 "WHERE l2.evaluation_id = c.evaluation_id AND l2.criterion = c.criterion))"
             )
