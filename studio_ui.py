@@ -532,7 +532,7 @@ def review_scope(store: Store, *, key: str) -> tuple[dict, RunFilters] | None:
     for rubric in store.list_rubrics():
         # Start each rubric on its newest version that has runs (a new version has none yet).
         versions = store.rubric_versions(rubric["name"])
-        graded = [v for v in versions if store.count_runs(version_id=int(v["id"]))]
+        graded = [v for v in versions if store.list_runs(version_id=int(v["id"]), limit=1)]
         st.session_state.setdefault(
             f"{key}_version_{rubric['name']}", (graded or versions)[-1]["id"]
         )

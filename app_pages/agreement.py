@@ -44,11 +44,12 @@ try:
         if scope is None:
             st.stop()
         _, filters = scope
-        run_of = {
-            int(i["evaluation_id"]): int(i["run_id"])
-            for i in store.review_items(filters=filters, final_only=True)
-        }
         report = agreement_with_labels(store, filters=filters)
+        # Every disagreement is a final pass of these runs: look up only the ones linked.
+        run_of = {
+            int(d["item_id"]): store.evaluation_run_id(int(d["item_id"]))
+            for d in report["disagreements"][:DISAGREEMENTS_SHOWN]
+        }
     else:
         if not experiments:
             st.info(

@@ -15,17 +15,15 @@ import streamlit as st
 from rubric_core.ui import (
     HUMAN_CHOICES,
     REVIEW_SHORTCUTS,
+    ReviewQueue,
     chosen_labels,
     chosen_notes,
     judge_labels,
-    labelled_ids,
     md_escape,
-    next_unlabelled,
     parse_id_param,
     review_caption,
     review_rows,
     status_badge,
-    step,
 )
 from studio_ui import (
     STORE_ERRORS,
@@ -53,15 +51,15 @@ if scope is None:
     st.stop()
 version, filters = scope
 
-items = store.review_items(filters=filters, final_only=True)
-queue = [int(i["evaluation_id"]) for i in items]
-by_id = {int(i["evaluation_id"]): i for i in items}
-done = labelled_ids(items)
+# The queue is read a few ids at a time and its counts by COUNT queries: only the pass on
+# screen is read with its criteria and labels.
+queue = ReviewQueue(store, filters)
+done = queue.done
 
 wanted = parse_id_param(st.query_params.get("pass"))
-current = wanted if wanted is not None else next_unlabelled(queue, done)
-if current is None and queue:
-    current = queue[0]
+current = wanted if wanted is not None else queue.next_unlabelled()
+if current is None:
+    current = queue.first()
 if current is None:
     st.info(
         "No graded pass of this rubric version yet: grade some outputs on the Batch or Run "
@@ -69,6 +67,11 @@ if current is None:
         icon=":material/rate_review:",
     )
     st.stop()
+in_queue = queue.contains(current)
+by_id = {
+    int(i["evaluation_id"]): i
+    for i in (store.review_items(filters=filters, evaluation_ids=[current]) if in_queue else [])
+}
 if current not in by_id:
     # A pass linked from elsewhere (an Agreement disagreement, an earlier pass of a run).
     linked_run = parse_id_param(st.query_params.get("run"))
@@ -127,17 +130,17 @@ def _save(evaluation_id: int, *, agree: bool) -> None:
         "success",
         f"Saved {len(chosen)} label(s) on pass #{evaluation_id} as {name}.",
     )
-    _go(next_unlabelled(queue, now_done, evaluation_id) or evaluation_id)
+    _go(queue.next_unlabelled(evaluation_id, now_done) or evaluation_id)
 
 
 flash = st.session_state.pop("review_flash", None)
 if flash:
     (st.success if flash[0] == "success" else st.error)(flash[1])
 
-position = queue.index(current) if current in queue else 0
+counts = store.review_counts(filters=filters)
 st.caption(
-    review_caption(position, len(queue), len(done))
-    + ("" if current in queue else " · this pass is outside the chosen runs")
+    review_caption(queue.position(current) if in_queue else 0, counts["passes"], counts["labelled"])
+    + ("" if in_queue else " · this pass is outside the chosen runs")
 )
 
 request_col, draft_col = st.columns(2, gap="large")
@@ -183,9 +186,8 @@ ACTIONS = [
     ("Save and next", "save", "save_next", _save, (current,), {"agree": False}, True, None),
     ("Agree with the judge", "agree", "agree_next", _save, (current,), {"agree": True}, True,
      "Label every criterion as the judge decided it (insufficient evidence is left to you)."),
-    ("Next unlabelled", "skip", "skip", _go, (next_unlabelled(queue, done, current),), {}, False,
-     None),
-    ("Previous", "back", "previous", _go, (step(queue, current, -1),), {}, False, None),
+    ("Next unlabelled", "skip", "skip", _go, (queue.next_unlabelled(current),), {}, False, None),
+    ("Previous", "back", "previous", _go, (queue.previous(current),), {}, False, None),
 ]  # fmt: skip
 for column, (label, key, shortcut, callback, args, kwargs, needs_name, tip) in zip(
     st.columns(len(ACTIONS)), ACTIONS, strict=True

@@ -5,6 +5,7 @@ Usage:
     python bench/bench_pages.py --runs 200000      # 1,000,000 passes, 10,000,000 verdicts
     python bench/bench_pages.py --db /tmp/big.db   # reuse a generated store
     python bench/bench_pages.py --runs 2000 --repeat 3   # a quick look
+    python bench/bench_pages.py --pages review agreement  # only those pages
 
 Each page is rendered with streamlit.testing.v1.AppTest (the whole script run:
 frame, queries, figures, element serialisation; no browser) and the Runs page's
@@ -185,6 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--criteria", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--pages",
+        nargs="+",
+        choices=("runs", *OTHER_PAGES),
+        default=("runs", *OTHER_PAGES),
+        help="pages to time (default: all; `runs` is the four Runs rows and its library calls)",
+    )
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="rubric-bench-pages-"))
@@ -215,16 +223,21 @@ def main(argv: list[str] | None = None) -> int:
     dbs = (("tiny", tiny_db), ("big", big_db))
     timers: dict[tuple[str, str], PageTimer] = {}
     for name, db in dbs:
-        timers[(RUNS_PAGES[0], name)] = PageTimer(db, None)
-        timers[(RUNS_PAGES[1], name)] = PageTimer(db, middles[name])
-        timers[(RUNS_PAGES[2], name)] = PageTimer(db, None, rates=True)
-        timers[(RUNS_PAGES[3], name)] = PageTimer(
-            db, None, rates=True, before_render=_pass_arrives(stores[name])
-        )
+        if "runs" in args.pages:
+            timers[(RUNS_PAGES[0], name)] = PageTimer(db, None)
+            timers[(RUNS_PAGES[1], name)] = PageTimer(db, middles[name])
+            timers[(RUNS_PAGES[2], name)] = PageTimer(db, None, rates=True)
+            timers[(RUNS_PAGES[3], name)] = PageTimer(
+                db, None, rates=True, before_render=_pass_arrives(stores[name])
+            )
         for label, page in zip(PAGES[len(RUNS_PAGES) :], OTHER_PAGES, strict=True):
-            timers[(label, name)] = PageTimer(db, None, page=page)
+            if page in args.pages:
+                timers[(label, name)] = PageTimer(db, None, page=page)
     page_samples: dict[tuple[str, str], list[float]] = {key: [] for key in timers}
-    steps = {name: _library_steps(store, middles[name]) for name, store in stores.items()}
+    steps = {
+        name: _library_steps(store, middles[name]) if "runs" in args.pages else {}
+        for name, store in stores.items()
+    }
     step_samples: dict[tuple[str, str], list[float]] = {
         (step, name): [] for name in stores for step in steps[name]
     }
@@ -242,7 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         "# Dashboard pages: server time on a large store",
         "",
         f"Command: `python bench/bench_pages.py --runs {args.runs} --passes {args.passes} "
-        f"--criteria {args.criteria} --repeat {args.repeat}`  ",
+        f"--criteria {args.criteria} --repeat {args.repeat}"
+        + ("" if len(args.pages) == len(OTHER_PAGES) + 1 else f" --pages {' '.join(args.pages)}")
+        + "`  ",
         f"Measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs.",
         "",
@@ -263,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         f"| measurement | tiny store (ms) | {sizes['big'][1]:,}-pass store (ms) | ratio big/tiny |",
         "|---|---:|---:|---:|",
     ]
-    for label in PAGES:
+    for label in dict.fromkeys(label for label, _ in timers):
         tiny = _median_ms(page_samples[(label, "tiny")])
         big = _median_ms(page_samples[(label, "big")])
         lines.append(

@@ -35,11 +35,12 @@ def test_a_fresh_store_gets_both_migrations_in_order(tmp_path):
     names = [row[0] for row in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY rowid")]
     columns = {row[1] for row in conn.execute("PRAGMA table_info(criterion_results)")}
     conn.close()
-    assert names[-4:] == [
+    assert names[-5:] == [
         "0006_scores_checks_keep",
         "0007_insufficient_judges_labels_experiments",
         "0008_runs_input_index",  # issue 11's, after both
         "0009_criterion_pass_counts",  # issue 12's
+        "0010_run_final_pass",  # issue 12's review queues
     ]
     assert {"weight", "checked_by", "insufficient"} <= columns
 

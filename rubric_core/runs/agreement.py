@@ -48,20 +48,9 @@ def experiment_verdicts(store: Store, experiment_id: int) -> dict[int, list[dict
     return store.experiment_verdicts(experiment_id)
 
 
-def _labels(store: Store, evaluation_ids: Sequence[int]) -> dict[int, dict[str, bool]]:
-    return {
-        eid: {name: record["human_passed"] for name, record in by_name.items()}
-        for eid, by_name in store.labels_for(evaluation_ids).items()
-    }
-
-
-def _criteria_order(
-    store: Store, experiment_id: int | None, items: list[dict[str, Any]]
-) -> list[str]:
-    if experiment_id is not None:
-        version = store.get_rubric_version(store.get_experiment(experiment_id)["rubric_version_id"])
-        return list(version["criteria"])
-    return list(dict.fromkeys(c["name"] for item in items for c in item["criteria"]))
+def _criteria_order(store: Store, experiment_id: int) -> list[str]:
+    version = store.get_rubric_version(store.get_experiment(experiment_id)["rubric_version_id"])
+    return list(version["criteria"])
 
 
 def agreement_with_labels(
@@ -81,11 +70,21 @@ def agreement_with_labels(
     Raises:
         NoLabelsError: None of the passes has a human label.
     """
-    items = store.review_items(
-        batch_id=batch_id, run_ids=run_ids, filters=filters, experiment_id=experiment_id
-    )
+    if experiment_id is None:
+        # Only the labelled passes can pair up; they are read starting from the labels.
+        items = store.labelled_items(batch_id=batch_id, run_ids=run_ids, filters=filters)
+    else:
+        items = store.review_items(
+            batch_id=batch_id, run_ids=run_ids, filters=filters, experiment_id=experiment_id
+        )
     judged = {int(item["evaluation_id"]): item["criteria"] for item in items}
-    labels = _labels(store, list(judged))
+    labels = {
+        int(item["evaluation_id"]): {
+            name: record["human_passed"] for name, record in item["labels"].items()
+        }
+        for item in items
+        if item["labels"]
+    }
     pairs = pair_up(judged, labels)
     if not pairs:
         what = f"experiment {experiment_id}" if experiment_id is not None else "the selected runs"
@@ -94,7 +93,12 @@ def agreement_with_labels(
             "them with `python -m rubric_core label --input-file F`"
         )
         raise NoLabelsError(msg)
-    return agreement_report(pairs, criteria=_criteria_order(store, experiment_id, items))
+    if experiment_id is None:
+        # Every criterion the queue's passes judged, labelled or not, in first-seen order.
+        criteria = store.review_criteria(batch_id=batch_id, run_ids=run_ids, filters=filters)
+    else:
+        criteria = _criteria_order(store, experiment_id)
+    return agreement_report(pairs, criteria=criteria)
 
 
 def agreement_between(store: Store, experiment_a: int, experiment_b: int) -> AgreementReport:

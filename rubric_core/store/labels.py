@@ -215,6 +215,23 @@ class LabelsMixin:
             )
         return found
 
+    def _review_scope(
+        self,
+        batch_id: str | None,
+        run_ids: Sequence[int] | None,
+        filters: RunFilters | None,
+    ) -> tuple[str, list[Any]] | None:
+        """The `WHERE` clause over `runs r` the review methods share; `None`: no run at all."""
+        filters = RunFilters.from_args(filters, **({"batch_id": batch_id} if batch_id else {}))
+        where, params = self._backend.run_filter_sql(filters)
+        if run_ids is not None:
+            ids = [require_int(i, "run id", minimum=1) for i in run_ids]
+            if not ids:
+                return None
+            where += f" AND r.id IN ({', '.join('?' for _ in ids)})"
+            params = [*params, *ids]
+        return where, params
+
     def review_items(
         self,
         *,
@@ -224,11 +241,13 @@ class LabelsMixin:
         experiment_id: int | None = None,
         final_only: bool = True,
         judged_only: bool = True,
+        evaluation_ids: Sequence[int] | None = None,
     ) -> list[dict[str, Any]]:
         """The passes to review, ordered by evaluation id, with their labels.
 
         A pass without verdicts (a `grader_error`) has nothing to label or agree with and
-        is left out, unless `judged_only=False`.
+        is left out, unless `judged_only=False`. `evaluation_ids` keeps only those passes
+        (the ones a page shows), so their criteria and labels are all that is read.
 
         Each item: `{evaluation_id, run_id, grading_run_id, iteration, input, draft,
         criteria, result, explanation, grader_model, labels}` (`labels` as in `labels_for`).
@@ -238,20 +257,12 @@ class LabelsMixin:
         Raises:
             StoreError: Unknown run, batch filter value or experiment.
         """
-        filters = RunFilters.from_args(filters, **({"batch_id": batch_id} if batch_id else {}))
-        where, params = self._backend.run_filter_sql(filters)
-        if run_ids is not None:
-            ids = [require_int(i, "run id", minimum=1) for i in run_ids]
-            if not ids:
-                return []
-            where += f" AND r.id IN ({', '.join('?' for _ in ids)})"
-            params = [*params, *ids]
-        final = (
-            " AND e.id = (SELECT e2.id FROM evaluations e2 WHERE e2.run_id = r.id "
-            "ORDER BY e2.started_at DESC, e2.id DESC LIMIT 1)"
-            if final_only
-            else ""
-        )
+        scope = self._review_scope(batch_id, run_ids, filters)
+        if scope is None:
+            return []
+        where, params = scope
+        # `runs.final_evaluation_id` is the run's latest pass, kept by triggers (final_pass.py).
+        final = " AND e.id = r.final_evaluation_id" if final_only else ""
         experiment: dict[int, list[dict[str, Any]]] | None = None
         grader_override: str | None = None
         if experiment_id is not None:
@@ -264,12 +275,24 @@ class LabelsMixin:
             where += f" AND e.id IN ({', '.join('?' for _ in ids)})"
             params = [*params, *ids]
             final = ""
-        rows = self._backend.query(
+        elif judged_only:
+            final += " AND EXISTS (SELECT 1 FROM criterion_results c WHERE c.evaluation_id = e.id)"
+        select = (
             "SELECT e.id AS evaluation_id, e.run_id, e.grading_run_id, e.iteration, r.input, "
             "e.draft, e.result, e.explanation, r.grader_model FROM evaluations e "
-            f"JOIN runs r ON r.id = e.run_id WHERE {where}{final} ORDER BY e.id",
-            params,
+            f"JOIN runs r ON r.id = e.run_id WHERE {where}{final}"
         )
+        if evaluation_ids is None:
+            rows = self._backend.query(f"{select} ORDER BY e.id", params)
+        else:
+            wanted = sorted({require_int(i, "evaluation id", minimum=1) for i in evaluation_ids})
+            rows = []
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                rows += self._backend.query(
+                    f"{select} AND e.id IN ({', '.join('?' for _ in chunk)}) ORDER BY e.id",
+                    [*params, *chunk],
+                )
         if not rows:
             return []
         criteria = self._criteria_of([int(r["evaluation_id"]) for r in rows])
@@ -281,6 +304,172 @@ class LabelsMixin:
                 row["grader_model"] = grader_override
             row["labels"] = labels.get(eid, {})
         return [row for row in rows if row["criteria"]] if judged_only else rows
+
+    def review_ids(
+        self,
+        *,
+        batch_id: str | None = None,
+        run_ids: Sequence[int] | None = None,
+        filters: RunFilters | None = None,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int | None = None,
+        descending: bool = False,
+    ) -> list[int]:
+        """A page of the review queue: the ids `review_items()` (final, judged passes) lists.
+
+        Read from the index on the runs' final passes, so a page costs the same at any
+        store size. `after` / `before` bound the ids (exclusive); `descending` reads the
+        queue backwards (the pass before one: `before=id, limit=1, descending=True`).
+
+        Raises:
+            StoreError: Unknown rubric, version, or a bad bound.
+        """
+        scope = self._review_scope(batch_id, run_ids, filters)
+        if scope is None:
+            return []
+        where, params = self._queue_bounds(*scope, after=after, before=before)
+        sql = (
+            f"SELECT r.final_evaluation_id AS evaluation_id FROM runs r WHERE {where} "
+            f"ORDER BY r.final_evaluation_id{' DESC' if descending else ''}"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = [*params, require_int(limit, "limit", minimum=0)]
+        return [int(row["evaluation_id"]) for row in self._backend.query(sql, params)]
+
+    def review_counts(
+        self,
+        *,
+        batch_id: str | None = None,
+        run_ids: Sequence[int] | None = None,
+        filters: RunFilters | None = None,
+        before: int | None = None,
+    ) -> dict[str, int]:
+        """`{"passes": n, "labelled": m}`: how many passes the review queue holds and how
+        many of them have every criterion labelled (`labelled_ids(review_items())`), by
+        `COUNT` queries. With `before`, only the passes with a lower id (a position).
+        """
+        scope = self._review_scope(batch_id, run_ids, filters)
+        if scope is None:
+            return {"passes": 0, "labelled": 0}
+        where, params = self._queue_bounds(*scope, before=before)
+        passes = self._backend.query_one(f"SELECT COUNT(*) AS n FROM runs r WHERE {where}", params)
+        done_sql, done_params = self._labelled_sql(where, params, fully=True)
+        done = self._backend.query_one(f"SELECT COUNT(*) AS n FROM ({done_sql}) x", done_params)
+        return {
+            "passes": int(passes["n"]) if passes else 0,
+            "labelled": int(done["n"]) if done else 0,
+        }
+
+    def labelled_pass_ids(
+        self,
+        *,
+        batch_id: str | None = None,
+        run_ids: Sequence[int] | None = None,
+        filters: RunFilters | None = None,
+        fully: bool = True,
+    ) -> list[int]:
+        """The review queue's passes with every criterion labelled (`fully=False`: with any
+        label), ordered by id. Read starting from the labels, which are few."""
+        scope = self._review_scope(batch_id, run_ids, filters)
+        if scope is None:
+            return []
+        sql, params = self._labelled_sql(*self._queue_bounds(*scope), fully=fully)
+        rows = self._backend.query(f"{sql} ORDER BY x.evaluation_id", params)
+        return [int(row["evaluation_id"]) for row in rows]
+
+    def labelled_items(
+        self,
+        *,
+        batch_id: str | None = None,
+        run_ids: Sequence[int] | None = None,
+        filters: RunFilters | None = None,
+    ) -> list[dict[str, Any]]:
+        """The items of `review_items()` that have at least one label, read from the labels."""
+        ids = self.labelled_pass_ids(
+            batch_id=batch_id, run_ids=run_ids, filters=filters, fully=False
+        )
+        if not ids:
+            return []
+        return self.review_items(
+            batch_id=batch_id, run_ids=run_ids, filters=filters, evaluation_ids=ids
+        )
+
+    def review_criteria(
+        self,
+        *,
+        batch_id: str | None = None,
+        run_ids: Sequence[int] | None = None,
+        filters: RunFilters | None = None,
+    ) -> list[str]:
+        """The criteria the review queue's passes judged, in first-seen order (by pass id,
+        then position), as `dict.fromkeys` over `review_items()`'s criteria gives them.
+
+        Reads the queue a page at a time and stops once every criterion the matching
+        rubric versions ever had a verdict on (`criterion_pass_counts`) has been seen,
+        which is usually on the first page.
+        """
+        scope = self._review_scope(batch_id, run_ids, filters)
+        if scope is None:
+            return []
+        where, params = self._queue_bounds(*scope)
+        known = {
+            row["criterion"]
+            for row in self._backend.query(
+                "SELECT DISTINCT c.criterion FROM criterion_pass_counts c WHERE EXISTS "
+                f"(SELECT 1 FROM runs r WHERE r.rubric_version_id = c.rubric_version_id AND {where})",
+                params,
+            )
+        }
+        seen: dict[str, None] = {}
+        after, size = None, 20
+        while True:
+            ids = self.review_ids(
+                batch_id=batch_id, run_ids=run_ids, filters=filters, after=after, limit=size
+            )
+            for verdicts in self._criteria_of(ids).values():
+                seen.update(dict.fromkeys(str(v["name"]) for v in verdicts))
+            if len(ids) < size or known <= seen.keys():
+                return list(seen)
+            after, size = ids[-1], size * 4
+
+    def _queue_bounds(
+        self,
+        where: str,
+        params: list[Any],
+        *,
+        after: int | None = None,
+        before: int | None = None,
+    ) -> tuple[str, list[Any]]:
+        """`where` narrowed to runs whose final pass is judged, within the bounds."""
+        where += " AND r.final_judged = 1"
+        if after is not None:
+            where += " AND r.final_evaluation_id > ?"
+            params = [*params, require_int(after, "after", minimum=0)]
+        if before is not None:
+            where += " AND r.final_evaluation_id < ?"
+            params = [*params, require_int(before, "before", minimum=0)]
+        return where, params
+
+    @staticmethod
+    def _labelled_sql(where: str, params: list[Any], *, fully: bool) -> tuple[str, list[Any]]:
+        """`SELECT x.evaluation_id FROM (...) x`: the queue's passes with labels (`fully`:
+        every criterion labelled), starting from the labelled passes (read off the labels'
+        `(run_id, evaluation_id)` index), each run then looked up by its key. `EXISTS`, not a
+        join: SQLite would build a Bloom filter over every run for the join."""
+        sql = (
+            "SELECT x.evaluation_id FROM (SELECT DISTINCT l.run_id, l.evaluation_id FROM labels l) x "
+            "WHERE EXISTS (SELECT 1 FROM runs r WHERE r.id = x.run_id "
+            f"AND r.final_evaluation_id = x.evaluation_id AND {where})"
+        )
+        if fully:
+            sql += (
+                " AND NOT EXISTS (SELECT 1 FROM criterion_results c "
+                "WHERE c.evaluation_id = x.evaluation_id AND NOT EXISTS (SELECT 1 FROM labels l2 "
+                "WHERE l2.evaluation_id = c.evaluation_id AND l2.criterion = c.criterion))"
+            )
+        return sql, params
 
     def review_pass(self, evaluation_id: int) -> dict[str, Any]:
         """One stored pass in the shape of `review_items` (for `?pass=<evaluation id>`).

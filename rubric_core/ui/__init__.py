@@ -87,6 +87,7 @@ from rubric_core.ui.passes import (
 from rubric_core.ui.review import (
     HUMAN_CHOICES,
     REVIEW_SHORTCUTS,
+    ReviewQueue,
     batch_options,
     choice_for,
     chosen_labels,
@@ -139,6 +140,7 @@ __all__ = [
     "RUBRIC_TEMPLATES",
     "VERDICT_MARKS",
     "InputError",
+    "ReviewQueue",
     "ScenarioProblem",
     "batch_choice_label",
     "batch_input_rows",

@@ -8,11 +8,16 @@ unlabelled one; everything it decides is computed here, without Streamlit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rubric_core.store import RunFilters, Store
 
 __all__ = [
     "HUMAN_CHOICES",
     "REVIEW_SHORTCUTS",
+    "ReviewQueue",
     "batch_options",
     "choice_for",
     "chosen_labels",
@@ -253,3 +258,63 @@ def labelled_ids(items: Iterable[Mapping[str, Any]]) -> set[int]:
         if is_fully_labelled(names, labels):
             done.add(int(item["evaluation_id"]))
     return done
+
+
+class ReviewQueue:
+    """The Review page's queue of final, judged passes, read a few ids at a time.
+
+    The same answers as `next_unlabelled`, `step` and `labelled_ids` over the whole list
+    `Store.review_items(filters=..., final_only=True)`, from `Store.review_ids` pages and
+    `Store.review_counts`: nothing is read for the passes not on screen. `done` (the fully
+    labelled passes) is read from the labels, which are few.
+    """
+
+    def __init__(self, store: Store, filters: RunFilters) -> None:
+        self.store = store
+        self.filters = filters
+
+    @cached_property
+    def done(self) -> set[int]:
+        """The passes whose every criterion has a human label."""
+        return set(self.store.labelled_pass_ids(filters=self.filters))
+
+    def _ids(self, **bounds: Any) -> list[int]:
+        return self.store.review_ids(filters=self.filters, **bounds)
+
+    def first(self) -> int | None:
+        """The queue's first pass, or `None` when it is empty."""
+        ids = self._ids(limit=1)
+        return ids[0] if ids else None
+
+    def contains(self, evaluation_id: int) -> bool:
+        """Whether the pass is in the queue."""
+        return self._ids(after=evaluation_id - 1, limit=1) == [evaluation_id]
+
+    def position(self, evaluation_id: int) -> int:
+        """The index of a pass of the queue (how many come before it)."""
+        return self.store.review_counts(filters=self.filters, before=evaluation_id)["passes"]
+
+    def next_unlabelled(
+        self, current: int | None = None, done: Iterable[int] | None = None
+    ) -> int | None:
+        """`next_unlabelled(queue, done, current)`: the first pass after `current` (wrapping
+        round) not fully labelled; `done` defaults to `self.done`."""
+        labelled = self.done if done is None else set(done)
+        enough = len(labelled) + 2  # more ids than can all be labelled
+        if current is not None and self.contains(current):
+            for bounds in ({"after": current}, {"before": current}):
+                hit = next(
+                    (i for i in self._ids(**bounds, limit=enough) if i not in labelled), None
+                )
+                if hit is not None:
+                    return hit
+            return None
+        ids = self._ids(limit=enough)
+        return next((i for i in ids if i not in labelled and i != current), None)
+
+    def previous(self, current: int) -> int | None:
+        """`step(queue, current, -1)`: the pass before `current`, clamped to the queue."""
+        if not self.contains(current):
+            return self.first()
+        before = self._ids(before=current, limit=1, descending=True)
+        return before[0] if before else current

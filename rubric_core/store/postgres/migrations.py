@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rubric_core.store import pass_counts
+from rubric_core.store import final_pass, pass_counts
 from rubric_core.store.portable import PORTABLE_MIGRATIONS
 
 __all__ = ["MIGRATIONS", "MIGRATION_LOCK", "applied_names", "apply_migrations"]
@@ -213,6 +213,8 @@ _OWN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     # Issue 12: pass rates from counts kept by a trigger (see store/pass_counts.py).
     (pass_counts.MIGRATION_NAME, pass_counts.POSTGRES_STEPS),
+    # Issue 12: each run's final pass kept on the run (see store/final_pass.py).
+    (final_pass.MIGRATION_NAME, final_pass.POSTGRES_STEPS),
 )
 
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(

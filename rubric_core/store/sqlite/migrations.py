@@ -8,7 +8,7 @@ from collections.abc import Callable
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 
-from rubric_core.store import pass_counts
+from rubric_core.store import final_pass, pass_counts
 from rubric_core.store.portable import PORTABLE_MIGRATIONS
 
 __all__ = ["MIGRATIONS", "apply_migrations"]
@@ -250,6 +250,13 @@ def _m0007_workbench(db: Database) -> None:
 def _m0009_criterion_pass_counts(db: Database) -> None:
     # Issue 12: pass rates from counts kept by triggers (see store/pass_counts.py).
     for statement in pass_counts.SQLITE_STEPS:
+        db.execute(statement)
+
+
+@_step(final_pass.MIGRATION_NAME)
+def _m0010_run_final_pass(db: Database) -> None:
+    # Issue 12: each run's final pass kept on the run (see store/final_pass.py).
+    for statement in final_pass.SQLITE_STEPS:
         db.execute(statement)
 
 
