@@ -73,13 +73,17 @@ _CRITERION_SELECT = """
 
 _LABEL_SELECT = """
     SELECT lb.evaluation_id, lb.criterion, lb.human_passed, lb.reviewer, lb.note
-    FROM runs r
-    JOIN evaluations e ON e.run_id = r.id
-    JOIN labels lb ON lb.evaluation_id = e.id
-    WHERE {where}
+    FROM labels lb
+    CROSS JOIN evaluations e
+    CROSS JOIN runs r
+    WHERE e.id = lb.evaluation_id AND r.id = e.run_id AND {where}
     ORDER BY r.started_at, r.id, e.started_at, e.id
 """
-"""Human labels, few beside the verdicts: read apart rather than joined to every verdict."""
+"""Human labels, few beside the verdicts: read apart rather than joined to every verdict.
+
+Driven from the labels (`CROSS JOIN` fixes SQLite's join order) and sorted: walking every
+run in order to find the few labelled passes took 0.18 s on 1,000,000 passes with no label
+at all, before the first row of any export or preview."""
 _RUNS_SELECT = """
     SELECT r.id AS run_id, rb.name AS rubric, rv.version AS rubric_version, r.input,
            r.agent_model, r.grader_model, r.grader_tools, r.agent_kind, r.max_iterations,
