@@ -135,6 +135,7 @@ def test_grade_label_agreement_regrade_compare(
     wait_idle(page)
     for done in range(6):
         page.get_by_text(f"{done} of 6 labelled").wait_for()
+        wait_idle(page)  # the key shortcuts listen only once the page has finished drawing
         request = (
             page.locator('[data-testid="stMain"] [data-testid="stCode"]').first.inner_text().strip()
         )
