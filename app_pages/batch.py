@@ -27,7 +27,6 @@ from rubric_core.ui import (
     InputError,
     batch_choice_label,
     batch_input_rows,
-    batch_runs,
     combine_models,
     expand_counts,
     final_pass_verdicts,
@@ -317,7 +316,7 @@ def batch_view() -> None:
         finished, started = batch_progress(store, batch_id, total)
         value, text = progress(finished, total)
         st.progress(value, text=f"{text} ({started - finished} running)")
-        runs = batch_runs(store, batch_id)
+        runs = store.batch_runs(batch_id)
         if job is not None and not job.done():
             if st.button("Stop batch", key="batch_stop"):
                 job.stop()

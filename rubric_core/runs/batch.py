@@ -146,13 +146,7 @@ def summary_for_batch(store: Store, batch_id: str) -> BatchSummary:
         >>> summary_for_batch(store, "batch-1a2b").satisfied_rate  # doctest: +SKIP
         0.75
     """
-    total = store.count_runs(batch_id=batch_id)
-    runs: list[dict[str, Any]] = []
-    while len(runs) < total:
-        chunk = store.list_runs(batch_id=batch_id, limit=_PAGE, offset=len(runs))
-        if not chunk:
-            break
-        runs.extend(chunk)
+    runs = store.batch_runs(batch_id)
     by_status = Counter(str(run["status"]) for run in runs)
     satisfied_iterations = [int(run["iterations"]) for run in runs if run["status"] == "satisfied"]
     errors = [

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 __all__ = ["Store"]
 
 _FINAL_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
+_RUN_PAGE = 10_000
+"""`list_runs`' largest page."""
 
 
 class Store(LabelsMixin, ExperimentsMixin):
@@ -473,6 +475,17 @@ class Store(LabelsMixin, ExperimentsMixin):
             StoreError: No run has that id.
         """
         return self._backend.get_run(require_int(run_id, "run_id"))
+
+    def batch_runs(self, batch_id: str) -> list[dict[str, Any]]:
+        """Every run of batch `batch_id`, as `list_runs` gives them (read page by page)."""
+        total = self.count_runs(batch_id=batch_id)
+        runs: list[dict[str, Any]] = []
+        while len(runs) < total:
+            chunk = self.list_runs(batch_id=batch_id, limit=_RUN_PAGE, offset=len(runs))
+            if not chunk:
+                break
+            runs.extend(chunk)
+        return runs
 
     def list_runs(
         self,

@@ -8,6 +8,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from rubric_core.tools._sandbox_exec import BOOTSTRAP_EXEC
+
 BWRAP_ENV = "RUBRIC_SANDBOX_BWRAP"
 """Names the bubblewrap binary to use (default: `bwrap` on PATH, /usr/bin, /usr/local/bin)."""
 
@@ -38,7 +40,8 @@ _ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 # run and the code holds no capability anywhere), then execs the command. Bubblewrap
 # cannot do the drop itself: run as root, its user namespace maps to host uid 0, which
 # RLIMIT_NPROC does not apply to.
-BOOTSTRAP = r"""
+BOOTSTRAP = (
+    r"""
 import ctypes, json, os, resource, shutil, sys
 cfg = json.loads(sys.argv[1])
 status_fd = cfg["status_fd"]
@@ -68,18 +71,9 @@ try:
             with open("/proc/self/" + name, "w") as handle:
                 handle.write(text)
         notes.append("uid %d in a user namespace of its own" % uid)
-    os.chdir(cfg["workdir"])
-    os.umask(0o077)
-    report({"ok": True})
-except BaseException as exc:
-    report({"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
-    os._exit(97)
-try:
-    os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
-except OSError as exc:
-    os.write(2, ("sandbox: could not start %s: %s\n" % (cfg["argv"][0], exc)).encode())
-    os._exit(97)
 """
+    + BOOTSTRAP_EXEC
+)
 
 
 def find_bwrap() -> str | None:

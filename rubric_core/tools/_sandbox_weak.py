@@ -12,6 +12,8 @@ import os
 import stat
 from pathlib import Path
 
+from rubric_core.tools._sandbox_exec import BOOTSTRAP_EXEC
+
 CLONE_FLAGS = 0x00020000 | 0x40000000
 """CLONE_NEWNS | CLONE_NEWNET."""
 
@@ -20,7 +22,8 @@ CLONE_FLAGS = 0x00020000 | 0x40000000
 # unprivileged user cannot reach anyway except for the interpreter's own path, sets
 # the resource limits, drops to the sandbox uid and execs the real command. Doing
 # this in a child of its own avoids `preexec_fn`, which is unsafe in threaded hosts.
-BOOTSTRAP = r"""
+BOOTSTRAP = (
+    r"""
 import ctypes, json, os, resource, sys
 cfg = json.loads(sys.argv[1])
 status_fd = cfg["status_fd"]
@@ -77,18 +80,9 @@ try:
         os.setgid(cfg["gid"])
         os.setuid(cfg["uid"])
         notes.append("uid %d" % cfg["uid"])
-    os.chdir(cfg["workdir"])
-    os.umask(0o077)
-    report({"ok": True})
-except BaseException as exc:
-    report({"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
-    os._exit(97)
-try:
-    os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
-except OSError as exc:
-    os.write(2, ("sandbox: could not start %s: %s\n" % (cfg["argv"][0], exc)).encode())
-    os._exit(97)
 """
+    + BOOTSTRAP_EXEC
+)
 
 
 def _other_can_traverse(path: Path) -> bool:

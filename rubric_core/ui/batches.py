@@ -15,7 +15,6 @@ __all__ = [
     "VERDICT_MARKS",
     "batch_choice_label",
     "batch_input_rows",
-    "batch_runs",
     "criterion_column",
     "final_pass_verdicts",
     "known_batches",
@@ -24,7 +23,6 @@ __all__ = [
 VERDICT_MARKS = {"pass": "✓", "fail": "✗", "insufficient": "?", "not judged": "–"}
 """How a criterion's final verdict reads in the per-input table."""
 
-_PAGE = 10_000  # Store.list_runs' largest page
 _COLUMN_CHARS = 32
 
 
@@ -131,15 +129,3 @@ def batch_input_rows(
         row["input"] = one_line(run.get("input"), 80)  # last: the widest column
         rows.append(row)
     return rows
-
-
-def batch_runs(store: Store, batch_id: str) -> list[dict[str, Any]]:
-    """Every run of a batch (pages of `Store.list_runs` until all are read)."""
-    total = store.count_runs(batch_id=batch_id)
-    runs: list[dict[str, Any]] = []
-    while len(runs) < total:
-        chunk = store.list_runs(batch_id=batch_id, limit=_PAGE, offset=len(runs))
-        if not chunk:
-            break
-        runs.extend(chunk)
-    return runs
