@@ -12,7 +12,8 @@
 #                                        # STATE_FILE is stopped first.
 #   .ci/ray_cluster.sh stop STATE_FILE   # stops exactly that cluster's processes, removes DIR;
 #                                        # no-op if not running
-#   (what `ray start` printed, and the nodes' logs on failure, go to STATE_FILE.log, kept)
+#   (what `ray start` printed, and the tails of the nodes' and drivers' logs at a failed start
+#   and at stop, go to STATE_FILE.log, kept)
 #
 # Why 127.0.0.2 and 127.0.0.3, not 127.0.0.1: `ray start --node-ip-address=127.0.0.1` is rewritten
 # by Ray to the machine's routable address (ray._private.services.resolve_ip_for_localhost), and so
@@ -164,8 +165,12 @@ start_node() {
 }
 
 dump_logs() {
+    # dump_logs DIR LOG: the tails of the nodes' daemon logs, and of every driver's core-worker
+    # log (a driver whose raylet or GCS connection fails ends with _exit(1) and says why only
+    # there), appended to LOG.
     local dir="$1" logfile="$2" f
-    for f in "$dir"/*/session_latest/logs/{gcs_server,raylet}.{out,err}; do
+    for f in "$dir"/*/session_latest/logs/{gcs_server,raylet}.{out,err} \
+        "$dir"/*/session_latest/logs/python-core-driver-*.log; do
         [ -s "$f" ] || continue
         printf '\n== %s (last 20 lines)\n' "$f" >>"$logfile"
         tail -n 20 "$f" >>"$logfile" 2>/dev/null || true
@@ -228,7 +233,7 @@ cmd_stop() {
     local dir
     dir="$(sed -n 's/^RUBRIC_STUDIO_RAY_DIR=//p' "$state")"
     case "$dir" in
-        /tmp/rray.?*) stop_dir "$dir" ;;
+        /tmp/rray.?*) dump_logs "$dir" "$state.log"; stop_dir "$dir" ;;
         *) die "$state names no cluster directory of ours (RUBRIC_STUDIO_RAY_DIR=$dir)" ;;
     esac
     rm -f "$state"

@@ -161,3 +161,57 @@ def test_ray_workers_import_rubric_core_from_this_checkout(ray_session: Any) -> 
             pytrace=False,
         )
     assert Path(where) == _REPO / "rubric_core"
+
+
+# --- Tests in a process of their own (tests/servers.py) ------------------------------------
+
+
+def test_a_test_in_its_own_process_that_exits_abruptly_fails_alone(tmp_path: Path) -> None:
+    """A test marked own_process (as every Ray driver test is) runs in a child pytest: an
+    `_exit(1)` there, as Ray's core worker does when its node fails, is one failed test with
+    the reason, and the session goes on; the module's fixtures are torn down in order."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_a.py").write_text(
+        "import os, pytest\n"
+        "@pytest.fixture(scope='module')\n"
+        "def shared():\n"
+        "    yield 'here'\n"
+        "    print('torn down a')\n"
+        "def test_first(shared):\n"
+        "    assert shared == 'here' and 'RUBRIC_STUDIO_TEST_CHILD' not in os.environ\n"
+        "@pytest.mark.own_process\n"
+        "def test_exits():\n"
+        "    os._exit(1)\n"
+        "@pytest.mark.own_process\n"
+        "def test_fails():\n"
+        "    assert 1 + 1 == 3\n"
+        "@pytest.mark.own_process\n"
+        "def test_passes_in_a_child(shared):\n"
+        "    assert os.environ['RUBRIC_STUDIO_TEST_CHILD'] == '1'\n"
+        "@pytest.mark.own_process\n"
+        "def test_skips():\n"
+        "    pytest.skip('no server here')\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "test_b.py").write_text("def test_after():\n    assert True\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "RUBRIC_STUDIO_TEST_CHILD"}
+    env["PYTHONPATH"] = str(_REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.servers", "-p", "no:cacheprovider",
+         "-q", "-rA", "-W", "ignore::pytest.PytestUnknownMarkWarning", "test_a.py", "test_b.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert out.rstrip().splitlines()[-1].startswith("2 failed, 3 passed, 1 skipped"), out
+    assert "test_exits failed in its own process, exit 1 without pytest's summary" in out
+    assert "test_fails failed in its own process, exit 1:" in out
+    assert "assert (1 + 1) == 3" in out
+    assert "skipped in its own process: no server here" in out
+    assert "PASSED test_a.py::test_passes_in_a_child" in out
+    assert "PASSED test_b.py::test_after" in out
+    assert "torn down a" in out
+    assert "INTERNALERROR" not in out + done.stderr
