@@ -197,6 +197,7 @@ class _Driver:
         self.store, self.batch_id, self.total = store, batch_id, total
         self.finished, self.progress = finished, progress
         self.in_flight: dict[int, set[int]] = {}  # pid -> input indexes
+        self.reported = 0  # inputs of this batch the workers have reported finished
 
     def handle(self, message: tuple[str, int, int, int | None]) -> None:
         kind, pid, index, run_id = message
@@ -204,6 +205,7 @@ class _Driver:
             self.in_flight.setdefault(pid, set()).add(index)
             return
         self.in_flight.get(pid, set()).discard(index)
+        self.reported += 1
         if run_id is None or self.progress is None:
             return
         self.finished += 1
@@ -289,7 +291,9 @@ def run_in_processes(
         for process in processes:
             process.start()
         alive = {process.pid: process for process in processes}
-        while alive:
+        # Until every input has reported (the workers then only close their stores and
+        # exit, which _stop_workers waits for) or every worker is gone.
+        while alive and driver.reported < len(pending):
             if stop.is_set():
                 break
             with contextlib.suppress(queue.Empty):
