@@ -353,8 +353,14 @@ def test_ctrl_c_on_batch_stops_marks_in_flight_runs_and_prints_the_summary(tmp_p
     dataset = tmp_path / "in.jsonl"
     dataset.write_text("".join(json.dumps({"input": f"note {n}"}) + "\n" for n in range(12)))
     model = "replay:needs_revision_then_satisfied?latency_s=1"
+    # Ctrl-C as in a terminal: SIGINT at Python's own handler in the CLI even where this test
+    # runs with SIGINT ignored (a background job without job control), which a child inherits.
+    interruptible = (
+        "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('rubric_core', run_name='__main__', alter_sys=True)"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rubric_core", "batch", "--db", str(db),
+        [sys.executable, "-c", interruptible, "batch", "--db", str(db),
          "--scenario", "needs_revision_then_satisfied", "--agent-model", model,
          "--grader-model", model, "--input-file", str(dataset), "--concurrency", "3",
          "--executor", executor],
