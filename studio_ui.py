@@ -530,12 +530,14 @@ def reviewer_input(*, key: str) -> str:
 def review_scope(store: Store, *, key: str) -> tuple[dict, RunFilters] | None:
     """Pick a rubric version and, optionally, one batch of its runs; `None` if none is stored."""
     for rubric in store.list_rubrics():
-        # Start each rubric on its newest version that has runs (a new version has none yet).
+        # Start each rubric on its newest version that has runs (a new version has none yet),
+        # looked up once per session: later reruns (each label saved) keep the choice.
+        version_key = f"{key}_version_{rubric['name']}"
+        if version_key in st.session_state:
+            continue
         versions = store.rubric_versions(rubric["name"])
         graded = [v for v in versions if store.list_runs(version_id=int(v["id"]), limit=1)]
-        st.session_state.setdefault(
-            f"{key}_version_{rubric['name']}", (graded or versions)[-1]["id"]
-        )
+        st.session_state[version_key] = (graded or versions)[-1]["id"]
     version = rubric_version_picker(store, key=key)
     if version is None:
         return None
