@@ -22,6 +22,15 @@ serialises every checkpoint of a process) and the store's writes (`SQLiteConnect
 wall time: queueing for the process's writer thread and SQLite's file lock across
 processes, plus the write itself) to time them per run, in the driver for threads and in
 every worker process for processes. Instrumentation only: the product code is unchanged.
+The LangGraph floor (`bench/floor.py`: the run's graph shape, checkpointer and replay
+models with nothing of ours: no store, no grading logic) is measured in the same rounds,
+sequentially and at each concurrency with both executors' shapes (threads in this
+process; `min(cores, c)` fresh processes of c / processes threads each), against its own
+sequential time and CPU: what any loop built on these LangGraph steps can reach here.
+
+Steal: on a virtual machine the hypervisor can take CPU from this guest; the seconds of
+steal (`/proc/stat`) during each configuration's best round are shown beside it, since a
+batch starved of CPU that way is not the executor's doing.
 Writes a Markdown table to bench/results/batch.md.
 """
 
@@ -42,8 +51,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from floor import build_floor, floor_worker
+
 from rubric_core.models import load_scenario
 from rubric_core.runs import RunSpec, run_batch, run_once
+from rubric_core.runs.process_batch import _context as _process_context
 from rubric_core.store import Store
 
 _SCENARIO = "needs_revision_then_satisfied"
@@ -185,6 +197,51 @@ def _batch(
     return elapsed
 
 
+def _steal_s() -> float:
+    """Seconds of CPU the hypervisor has taken from this machine since boot (all cores)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
+def _floor_sequential(run: Any, runs: int) -> tuple[float, float]:
+    started, cpu = time.perf_counter(), time.process_time()
+    for n in range(runs):
+        run(n)
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def _floor_batch(
+    run: Any, path: str, runs: int, concurrency: int, executor: str, latency_s: float
+) -> float:
+    """A floor batch: `concurrency` threads here, or fresh processes split as `run_batch` does."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rubric_core.runs.process_batch import plan_workers
+
+    started = time.perf_counter()
+    if executor == "thread":
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(run, range(runs)))
+        return time.perf_counter() - started
+    plan = plan_workers(concurrency, runs)
+    shares = [list(range(runs))[k :: len(plan)] for k in range(len(plan))]
+    processes = [
+        _FLOOR_CONTEXT[0].Process(target=floor_worker, args=(path, share, threads, latency_s))
+        for share, threads in zip(shares, plan, strict=True)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=600)
+        if process.exitcode != 0:
+            msg = f"a floor worker process ended with exit code {process.exitcode}"
+            raise RuntimeError(msg)
+    return time.perf_counter() - started
+
+
+_FLOOR_CONTEXT: list[Any] = []
+
+
 def _loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -199,6 +256,12 @@ def main() -> None:
         "--concurrency", type=int, nargs="+", default=[1, 4, 8, 16], help="levels to measure"
     )
     parser.add_argument("--output", type=Path, default=_RESULTS)
+    parser.add_argument(
+        "--no-floor",
+        dest="floor",
+        action="store_false",
+        help="skip the LangGraph floor (bench/floor.py) measured beside each configuration",
+    )
     args = parser.parse_args()
 
     latency_s = args.latency_ms / 1000
@@ -218,17 +281,39 @@ def main() -> None:
             run_once(store, template)  # warm-up: imports, graph compilation, checkpoint tables
             _batch(store, template, inputs[:4], 4, "process")  # warm-up: the forkserver's imports
             _collect(stats_dir)
+            floor_path = str(Path(tmp) / "floor.checkpoints.sqlite")
+            floor_run = build_floor(floor_path, latency_s) if args.floor else None
+            if args.floor:
+                # The forkserver the process batches above started (and its preloaded imports).
+                _FLOOR_CONTEXT.append(_process_context())
+                floor_run(-1)
+                _floor_batch(floor_run, floor_path, 4, 4, "process", latency_s)  # warm-up
             sequential: list[tuple[float, float]] = []
+            floor_sequential: list[tuple[float, float]] = []
             best: dict[tuple[int, str], float] = {}
+            floor_best: dict[tuple[int, str], float] = {}
+            steal: dict[tuple[str, int, str], float] = {}
             waits: dict[tuple[int, str], dict[str, float]] = {}
             for _ in range(args.repeat):  # interleaved: every configuration once per round
                 sequential.append(_sequential(store, template, inputs))
+                if args.floor:
+                    floor_sequential.append(_floor_sequential(floor_run, args.runs))
                 _collect(stats_dir)
                 for config in configs:
+                    stolen = _steal_s()
                     elapsed = _batch(store, template, inputs, *config)
+                    stolen = _steal_s() - stolen
                     stats = _collect(stats_dir)
                     if config not in best or elapsed < best[config]:
                         best[config], waits[config] = elapsed, stats
+                        steal[("ours", *config)] = stolen
+                    if args.floor:
+                        stolen = _steal_s()
+                        elapsed = _floor_batch(floor_run, floor_path, args.runs, *config, latency_s)
+                        stolen = _steal_s() - stolen
+                        if config not in floor_best or elapsed < floor_best[config]:
+                            floor_best[config] = elapsed
+                            steal[("floor", *config)] = stolen
         finally:
             store.close()
     load_after = _loadavg()
@@ -253,9 +338,9 @@ def main() -> None:
         f"{cpu_bound:.1f}x. Ideal at concurrency c = min(c, {args.runs}, {cpu_bound:.1f}).",
         "",
         "| configuration | wall time (s) | runs/s | speed-up | ideal | of ideal | of c "
-        "| checkpointer lock wait per run (ms) | store write time per run (ms) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| sequential `run_once` | {t_seq:.2f} | {args.runs / t_seq:.1f} | 1.00x | | | | | |",
+        "| checkpointer lock wait per run (ms) | store write time per run (ms) | steal (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| sequential `run_once` | {t_seq:.2f} | {args.runs / t_seq:.1f} | 1.00x | | | | | | |",
     ]
     for (concurrency, executor), seconds in best.items():
         speed = t_seq / seconds
@@ -266,8 +351,32 @@ def main() -> None:
             f"| `run_batch` {executor}, concurrency {concurrency} | {seconds:.2f} | "
             f"{args.runs / seconds:.1f} | {speed:.2f}x | {ideal:.1f}x | {speed / ideal:.2f} | "
             f"{speed / concurrency:.2f} | {stats.get('checkpoint_lock_s', 0.0) / runs * 1000:.1f} | "
-            f"{stats.get('store_write_s', 0.0) / runs * 1000:.1f} |"
+            f"{stats.get('store_write_s', 0.0) / runs * 1000:.1f} | "
+            f"{steal[('ours', concurrency, executor)]:.2f} |"
         )
+    if args.floor:
+        f_seq, f_cpu = min(floor_sequential)
+        f_bound = cpus * f_seq / f_cpu
+        lines += [
+            "",
+            "The LangGraph floor (`bench/floor.py`: the same graph steps, checkpointer and "
+            "replay models, nothing of ours), measured in the same rounds: sequential "
+            f"{f_seq:.2f} s wall, {f_cpu / args.runs * 1000:.0f} ms of CPU per run (a run of "
+            f"ours: {t_cpu / args.runs * 1000:.0f} ms); CPU bound {f_bound:.1f}x.",
+            "",
+            "| floor configuration | wall time (s) | speed-up | ideal | of ideal | steal (s) "
+            "| ours, of ideal |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for (concurrency, executor), seconds in floor_best.items():
+            speed = f_seq / seconds
+            ideal = min(concurrency, args.runs, f_bound)
+            ours = t_seq / best[(concurrency, executor)] / min(concurrency, args.runs, cpu_bound)
+            lines.append(
+                f"| floor {executor}, concurrency {concurrency} | {seconds:.2f} | {speed:.2f}x | "
+                f"{ideal:.1f}x | {speed / ideal:.2f} | "
+                f"{steal[('floor', concurrency, executor)]:.2f} | {ours:.2f} |"
+            )
     lines += [
         "",
         "`process`: `min(cores, c)` worker processes with the concurrency split between them "
@@ -275,7 +384,8 @@ def main() -> None:
         "",
         "Reproduce: `python bench/bench_batch.py "
         f"--runs {args.runs} --latency-ms {args.latency_ms:g} --repeat {args.repeat} "
-        f"--concurrency {' '.join(str(c) for c in args.concurrency)}`.",
+        f"--concurrency {' '.join(str(c) for c in args.concurrency)}"
+        f"{'' if args.floor else ' --no-floor'}`.",
         "",
     ]
     text = "\n".join(lines)

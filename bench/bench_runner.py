@@ -10,8 +10,13 @@ With `--baseline-tree DIR` (a checkout of another commit, e.g. `git archive <rev
 -C DIR`) the same measurement runs in that tree too, in subprocesses alternating round by
 round with this tree, so load drifts hit both alike; the ratio is the figure to trust.
 
+With `--floor`, the LangGraph floor (`bench/floor.py`: the run's graph steps,
+checkpointer and replay models with nothing of ours: no store, no grading logic) is
+measured the same way, alternating with the trees: a run's CPU minus the floor's is what
+our code costs, and the floor is what no loop built on these steps can go below.
+
 Usage:
-    python bench/bench_runner.py [--runs 40] [--rounds 5] [--baseline-tree DIR]
+    python bench/bench_runner.py [--runs 40] [--rounds 5] [--baseline-tree DIR] [--floor]
 """
 
 from __future__ import annotations
@@ -73,6 +78,34 @@ def measure(runs: int, durability: str | None = None) -> dict[str, float]:
     }
 
 
+def measure_floor(runs: int) -> dict[str, float]:
+    """The LangGraph floor's CPU and wall ms per run, measured as `measure` measures a run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from floor import build_floor
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "floor.checkpoints.sqlite")
+        run = build_floor(path)
+        run(-1)  # warm-up
+        with sqlite3.connect(path) as conn:
+            before = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+        cpu, wall = time.process_time(), time.perf_counter()
+        for n in range(runs):
+            run(n)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        with sqlite3.connect(path) as conn:
+            after = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+    return {
+        "cpu_ms": cpu / runs * 1e3,
+        "wall_ms": wall / runs * 1e3,
+        "checkpoints": (after - before) / runs,
+    }
+
+
+_FLOOR = "__floor__"
+"""The durability argument that makes a child measure the floor instead of a run."""
+
+
 def _child(tree: Path, runs: int, durability: str | None) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     extra = ["--durability", durability] if durability else []
@@ -99,13 +132,19 @@ def main() -> None:
         default=None,
         help="also run this tree with each of these checkpoint durability modes",
     )
+    parser.add_argument(
+        "--floor", action="store_true", help="also measure the LangGraph floor (bench/floor.py)"
+    )
     parser.add_argument("--durability", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(_HERE / "bench" / "results" / "runner.md"))
     args = parser.parse_args()
     if args.child:
         sys.path.insert(0, os.getcwd())
-        print(json.dumps(measure(args.runs, args.durability)))
+        if args.durability == _FLOOR:
+            print(json.dumps(measure_floor(args.runs)))
+        else:
+            print(json.dumps(measure(args.runs, args.durability)))
         return
 
     trees: dict[str, tuple[Path, str | None]] = {"this tree": (_HERE, None)}
@@ -113,6 +152,8 @@ def main() -> None:
         trees["baseline tree"] = (args.baseline_tree.resolve(), None)
     for mode in args.durabilities or ():
         trees[f"this tree, durability={mode!r}"] = (_HERE, mode)
+    if args.floor:
+        trees["LangGraph floor"] = (_HERE, _FLOOR)
     load_before = Path("/proc/loadavg").read_text().strip()
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     for r in range(args.rounds):
@@ -146,6 +187,34 @@ def main() -> None:
             + ", ".join(f"{x:.2f}" for x in ratios)
             + ")",
         ]
+    if args.floor:
+        ours_ms = [
+            ours["cpu_ms"] - floor["cpu_ms"]
+            for ours, floor in zip(rounds["this tree"], rounds["LangGraph floor"], strict=True)
+        ]
+        shares = [
+            floor["cpu_ms"] / ours["cpu_ms"]
+            for ours, floor in zip(rounds["this tree"], rounds["LangGraph floor"], strict=True)
+        ]
+        lines += [
+            "",
+            f"Our code per run (this tree minus the floor), median of {args.rounds} paired "
+            f"rounds: **{statistics.median(ours_ms):.1f} ms**; the floor is "
+            f"{statistics.median(shares):.2f} of this tree's CPU (rounds: "
+            + ", ".join(f"{x:.2f}" for x in shares)
+            + ")",
+        ]
+        if "baseline tree" in trees:
+            floor_of_base = [
+                floor["cpu_ms"] / base["cpu_ms"]
+                for floor, base in zip(
+                    rounds["LangGraph floor"], rounds["baseline tree"], strict=True
+                )
+            ]
+            lines.append(
+                f"\nThe floor against the baseline tree: {statistics.median(floor_of_base):.2f}"
+                " (a loop doing nothing but these LangGraph steps could reach no lower ratio)."
+            )
     command = "python bench/bench_runner.py " + " ".join(sys.argv[1:])
     text = "\n".join(
         [
