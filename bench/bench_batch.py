@@ -45,6 +45,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,13 +172,22 @@ def _template(store: Store, latency_s: float) -> RunSpec:
     )
 
 
-def _sequential(store: Store, template: RunSpec, inputs: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds of running `inputs` one after the other."""
+def _sequential(run: Callable[[int], None], runs: int) -> tuple[float, float]:
+    """Wall and CPU seconds of `run(0)`, `run(1)`, ... one after the other."""
     started, cpu = time.perf_counter(), time.process_time()
-    for text in inputs:
-        run = run_once(store, template.with_input(text))
-        assert run["status"] == "satisfied", run
+    for n in range(runs):
+        run(n)
     return time.perf_counter() - started, time.process_time() - cpu
+
+
+def _one_run(store: Store, template: RunSpec, inputs: list[str]) -> Callable[[int], None]:
+    """`run(n)`: input `n` through `run_once`, which must end satisfied."""
+
+    def run(n: int) -> None:
+        result = run_once(store, template.with_input(inputs[n]))
+        assert result["status"] == "satisfied", result
+
+    return run
 
 
 def _batch(
@@ -203,15 +213,14 @@ def _steal_s() -> float:
     return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
-def _floor_sequential(run: Any, runs: int) -> tuple[float, float]:
-    started, cpu = time.perf_counter(), time.process_time()
-    for n in range(runs):
-        run(n)
-    return time.perf_counter() - started, time.process_time() - cpu
-
-
 def _floor_batch(
-    run: Any, path: str, runs: int, concurrency: int, executor: str, latency_s: float
+    run: Any,
+    context: Any,
+    path: str,
+    runs: int,
+    concurrency: int,
+    executor: str,
+    latency_s: float,
 ) -> float:
     """A floor batch: `concurrency` threads here, or fresh processes split as `run_batch` does."""
     from concurrent.futures import ThreadPoolExecutor
@@ -226,7 +235,7 @@ def _floor_batch(
     plan = plan_workers(concurrency, runs)
     shares = [list(range(runs))[k :: len(plan)] for k in range(len(plan))]
     processes = [
-        _FLOOR_CONTEXT[0].Process(target=floor_worker, args=(path, share, threads, latency_s))
+        context.Process(target=floor_worker, args=(path, share, threads, latency_s))
         for share, threads in zip(shares, plan, strict=True)
     ]
     for process in processes:
@@ -237,9 +246,6 @@ def _floor_batch(
             msg = f"a floor worker process ended with exit code {process.exitcode}"
             raise RuntimeError(msg)
     return time.perf_counter() - started
-
-
-_FLOOR_CONTEXT: list[Any] = []
 
 
 def _loadavg() -> str:
@@ -282,12 +288,12 @@ def main() -> None:
             _batch(store, template, inputs[:4], 4, "process")  # warm-up: the forkserver's imports
             _collect(stats_dir)
             floor_path = str(Path(tmp) / "floor.checkpoints.sqlite")
+            # The floor's process batches use the forkserver the batches above started.
+            context = _process_context()
             floor_run = build_floor(floor_path, latency_s) if args.floor else None
-            if args.floor:
-                # The forkserver the process batches above started (and its preloaded imports).
-                _FLOOR_CONTEXT.append(_process_context())
+            if floor_run is not None:
                 floor_run(-1)
-                _floor_batch(floor_run, floor_path, 4, 4, "process", latency_s)  # warm-up
+                _floor_batch(floor_run, context, floor_path, 4, 4, "process", latency_s)
             sequential: list[tuple[float, float]] = []
             floor_sequential: list[tuple[float, float]] = []
             best: dict[tuple[int, str], float] = {}
@@ -295,9 +301,9 @@ def main() -> None:
             steal: dict[tuple[str, int, str], float] = {}
             waits: dict[tuple[int, str], dict[str, float]] = {}
             for _ in range(args.repeat):  # interleaved: every configuration once per round
-                sequential.append(_sequential(store, template, inputs))
-                if args.floor:
-                    floor_sequential.append(_floor_sequential(floor_run, args.runs))
+                sequential.append(_sequential(_one_run(store, template, inputs), len(inputs)))
+                if floor_run is not None:
+                    floor_sequential.append(_sequential(floor_run, args.runs))
                 _collect(stats_dir)
                 for config in configs:
                     stolen = _steal_s()
@@ -307,9 +313,11 @@ def main() -> None:
                     if config not in best or elapsed < best[config]:
                         best[config], waits[config] = elapsed, stats
                         steal[("ours", *config)] = stolen
-                    if args.floor:
+                    if floor_run is not None:
                         stolen = _steal_s()
-                        elapsed = _floor_batch(floor_run, floor_path, args.runs, *config, latency_s)
+                        elapsed = _floor_batch(
+                            floor_run, context, floor_path, args.runs, *config, latency_s
+                        )
                         stolen = _steal_s() - stolen
                         if config not in floor_best or elapsed < floor_best[config]:
                             floor_best[config] = elapsed

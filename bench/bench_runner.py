@@ -22,6 +22,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sqlite3
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parents[1]
@@ -61,20 +63,31 @@ def measure(runs: int, durability: str | None = None) -> dict[str, float]:
                 max_iterations=scenario["max_iterations"],
             )
             assert run_once(store, spec)["status"] == "satisfied"  # warm-up
-            with sqlite3.connect(f"{store.path}.checkpoints.sqlite") as conn:
-                before = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
-            cpu, wall = time.process_time(), time.perf_counter()
-            for n in range(runs):
+
+            def one(n: int) -> None:
                 assert run_once(store, spec.with_input(f"input {n}"))["status"] == "satisfied"
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-            with sqlite3.connect(f"{store.path}.checkpoints.sqlite") as conn:
-                after = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+
+            return _per_run(one, runs, f"{store.path}.checkpoints.sqlite")
         finally:
             store.close()
+
+
+def _per_run(run: Callable[[int], None], runs: int, checkpoints: str) -> dict[str, float]:
+    """CPU and wall ms per call of `run(0)`, `run(1)`, ..., and checkpoint rows per call."""
+
+    def rows() -> int:
+        with contextlib.closing(sqlite3.connect(checkpoints)) as conn:
+            return int(conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0])
+
+    before = rows()
+    cpu, wall = time.process_time(), time.perf_counter()
+    for n in range(runs):
+        run(n)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     return {
         "cpu_ms": cpu / runs * 1e3,
         "wall_ms": wall / runs * 1e3,
-        "checkpoints": (after - before) / runs,
+        "checkpoints": (rows() - before) / runs,
     }
 
 
@@ -87,19 +100,7 @@ def measure_floor(runs: int) -> dict[str, float]:
         path = str(Path(tmp) / "floor.checkpoints.sqlite")
         run = build_floor(path)
         run(-1)  # warm-up
-        with sqlite3.connect(path) as conn:
-            before = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
-        cpu, wall = time.process_time(), time.perf_counter()
-        for n in range(runs):
-            run(n)
-        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        with sqlite3.connect(path) as conn:
-            after = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
-    return {
-        "cpu_ms": cpu / runs * 1e3,
-        "wall_ms": wall / runs * 1e3,
-        "checkpoints": (after - before) / runs,
-    }
+        return _per_run(run, runs, path)
 
 
 _FLOOR = "__floor__"
@@ -166,6 +167,10 @@ def main() -> None:
     def med(name: str, key: str) -> float:
         return statistics.median(r[key] for r in rounds[name])
 
+    def paired(a: str, b: str, figure: Callable[[float, float], float]) -> list[float]:
+        """`figure(a's CPU, b's CPU)` for each round, both measured in it."""
+        return [figure(x["cpu_ms"], y["cpu_ms"]) for x, y in zip(rounds[a], rounds[b], strict=True)]
+
     lines = [
         "| tree | CPU per run (ms, median of rounds) | wall per run (ms) | checkpoints per run |",
         "|---|---:|---:|---:|",
@@ -176,10 +181,7 @@ def main() -> None:
         ),
     ]
     if "baseline tree" in trees:
-        ratios = [
-            ours["cpu_ms"] / base["cpu_ms"]
-            for ours, base in zip(rounds["this tree"], rounds["baseline tree"], strict=True)
-        ]
+        ratios = paired("this tree", "baseline tree", lambda ours, base: ours / base)
         lines += [
             "",
             f"CPU this/baseline, median of {args.rounds} paired rounds: "
@@ -188,14 +190,8 @@ def main() -> None:
             + ")",
         ]
     if args.floor:
-        ours_ms = [
-            ours["cpu_ms"] - floor["cpu_ms"]
-            for ours, floor in zip(rounds["this tree"], rounds["LangGraph floor"], strict=True)
-        ]
-        shares = [
-            floor["cpu_ms"] / ours["cpu_ms"]
-            for ours, floor in zip(rounds["this tree"], rounds["LangGraph floor"], strict=True)
-        ]
+        ours_ms = paired("this tree", "LangGraph floor", lambda ours, floor: ours - floor)
+        shares = paired("this tree", "LangGraph floor", lambda ours, floor: floor / ours)
         lines += [
             "",
             f"Our code per run (this tree minus the floor), median of {args.rounds} paired "
@@ -205,12 +201,7 @@ def main() -> None:
             + ")",
         ]
         if "baseline tree" in trees:
-            floor_of_base = [
-                floor["cpu_ms"] / base["cpu_ms"]
-                for floor, base in zip(
-                    rounds["LangGraph floor"], rounds["baseline tree"], strict=True
-                )
-            ]
+            floor_of_base = paired("LangGraph floor", "baseline tree", lambda f, base: f / base)
             lines.append(
                 f"\nThe floor against the baseline tree: {statistics.median(floor_of_base):.2f}"
                 " (a loop doing nothing but these LangGraph steps could reach no lower ratio)."
