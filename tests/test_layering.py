@@ -20,7 +20,7 @@ PACKAGE = ROOT / "rubric_core"
 
 # Lowest first. A module may import rubric_core modules of its own rank or below.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors",),
+    ("errors", "extras"),
     ("schema",),
     # check_registry holds the names and argument rules of code checks (no running), so
     # the parser can validate `{lines == 3}` without importing `tools`; scoring reads
