@@ -12,7 +12,6 @@ from typing import Any
 import streamlit as st
 
 from rubric_core.models import DEFAULT_REPLAY_SCENARIO
-from rubric_core.runs.background import RunRegistry, batch_progress
 from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, RUN_STATUSES
 from rubric_core.store import RunFilters, Store, StoreError, default_db_target
 from rubric_core.store.paths import is_postgres_url, redact_url
@@ -53,6 +52,7 @@ from rubric_core.ui import (
     version_label,
 )
 from rubric_core.ui.forms import ScenarioForm
+from rubric_core.workbench.background import RunRegistry, batch_progress
 
 STORE_ERRORS: tuple[type[BaseException], ...] = (StoreError, sqlite3.Error)
 """What a page catches around store calls; shown with `show_store_error`, never as a traceback."""
@@ -587,10 +587,10 @@ def point_review_at(version: dict, batch_id: str | None) -> None:
 
 def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     """The Batch page's grade-only mode: upload input/output rows, grade them, watch."""
-    from rubric_core.runs.batch import summary_for_batch
-    from rubric_core.runs.datasets import load_graded_upload
-    from rubric_core.runs.grade import start_graded_batch
+    from rubric_core.batch.summary import summary_for_batch
     from rubric_core.schema import MAX_CONCURRENCY
+    from rubric_core.workbench.datasets import load_graded_upload
+    from rubric_core.workbench.grade import start_graded_batch
 
     st.caption(
         "Grade outputs you already have, with no agent: a CSV with `input` and `output` "
@@ -738,7 +738,7 @@ def human_verdict_widgets(criteria: list[str], *, key: str) -> tuple[dict, dict,
 
 def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     """The Run page's grade-only mode: paste an input and an output; a model or you grade it."""
-    from rubric_core.runs.grade import grade_by_person, grade_one
+    from rubric_core.workbench.grade import grade_by_person, grade_one
 
     st.caption(
         "Grade one output you already have, with no agent. Pick a grader model, or be the "

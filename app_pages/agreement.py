@@ -5,7 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from rubric_core.errors import InputError
-from rubric_core.runs.agreement import agreement_between, agreement_with_labels
 from rubric_core.ui import (
     confusion_rows,
     criterion_agreement_rows,
@@ -15,6 +14,7 @@ from rubric_core.ui import (
     format_rate,
     md_escape,
 )
+from rubric_core.workbench.agreement import agreement_between, agreement_with_labels
 from studio_ui import STORE_ERRORS, get_store, review_scope
 
 DISAGREEMENTS_SHOWN = 50

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from rubric_core.batch import format_rate, summary_for_batch
+from rubric_core.batch.ray_cluster import RayUnavailable, configured_ray_address, offered_executors
 from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
-from rubric_core.runs import (
-    DatasetError,
-    RunSpec,
-    SpecError,
-    batch_progress,
-    format_rate,
-    load_upload,
-    start_batch,
-    summary_for_batch,
-)
-from rubric_core.runs.ray_batch import RayUnavailable, configured_ray_address, offered_executors
+from rubric_core.runs import RunSpec, SpecError
 from rubric_core.schema import (
     DEFAULT_MAX_ITERATIONS,
     KEEP_CHOICES,
@@ -44,6 +36,7 @@ from rubric_core.ui import (
     store_error_message,
 )
 from rubric_core.ui.forms import scenario_form
+from rubric_core.workbench import DatasetError, batch_progress, load_upload, start_batch
 from studio_ui import (
     STORE_ERRORS,
     agent_and_grader_pickers,

@@ -6,8 +6,6 @@ import streamlit as st
 
 from rubric_core.errors import InputError
 from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
-from rubric_core.runs.agreement import compare_stored_experiments
-from rubric_core.runs.regrade import start_regrade
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
@@ -25,6 +23,8 @@ from rubric_core.ui import (
     progress,
     verdict_mark,
 )
+from rubric_core.workbench.agreement import compare_stored_experiments
+from rubric_core.workbench.regrade import start_regrade
 from studio_ui import (
     STORE_ERRORS,
     get_store,

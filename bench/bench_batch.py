@@ -54,9 +54,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from floor import build_floor, floor_worker
 
+from rubric_core.batch import run_batch
+from rubric_core.batch.processes import _context as _process_context
 from rubric_core.models import load_scenario
-from rubric_core.runs import RunSpec, run_batch, run_once
-from rubric_core.runs.process_batch import _context as _process_context
+from rubric_core.runs import RunSpec, run_once
 from rubric_core.store import Store
 
 _SCENARIO = "needs_revision_then_satisfied"
@@ -225,7 +226,7 @@ def _floor_batch(
     """A floor batch: `concurrency` threads here, or fresh processes split as `run_batch` does."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from rubric_core.runs.process_batch import plan_workers
+    from rubric_core.batch.processes import plan_workers
 
     started = time.perf_counter()
     if executor == "thread":

@@ -14,10 +14,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rubric_core.batch import run_batch
 from rubric_core.models import load_scenario
-from rubric_core.runs import RunSpec, run_batch
-from rubric_core.runs.regrade import regrade
+from rubric_core.runs import RunSpec
 from rubric_core.store import Store
+from rubric_core.workbench.regrade import regrade
 
 _SCENARIO = "needs_revision_then_satisfied"
 """Two agent turns and two grader verdicts per run: two stored passes per run."""

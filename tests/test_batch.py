@@ -9,16 +9,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
+from rubric_core.batch import BatchSummary, run_batch, summary_for_batch
 from rubric_core.models import ReplayChatModel, load_scenario, verdict_turn
-from rubric_core.runs import (
-    BatchSummary,
-    DatasetError,
-    RunSpec,
-    SpecError,
-    load_dataset,
-    run_batch,
-    summary_for_batch,
-)
+from rubric_core.runs import RunSpec, SpecError
+from rubric_core.workbench import DatasetError, load_dataset
 
 RUBRIC = "- has a title\n- cites a source"
 TITLE_OK = ("has a title", True)

@@ -9,16 +9,9 @@ from typing import Any
 
 import pytest
 
+from rubric_core.batch import summary_for_batch
 from rubric_core.rubric import validate_rubric
-from rubric_core.runs import (
-    RunRegistry,
-    RunSpec,
-    SpecError,
-    batch_progress,
-    load_upload,
-    start_batch,
-    summary_for_batch,
-)
+from rubric_core.runs import RunSpec, SpecError
 from rubric_core.schema import RUN_STATUS_DESCRIPTIONS, RUN_STATUSES
 from rubric_core.store import RunFilters, Store
 from rubric_core.ui import (
@@ -58,6 +51,7 @@ from rubric_core.ui import (
     transcript_items,
     version_diff,
 )
+from rubric_core.workbench import RunRegistry, batch_progress, load_upload, start_batch
 
 # ---------------------------------------------------------------- statuses
 

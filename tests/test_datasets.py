@@ -1,4 +1,4 @@
-"""Tests for rubric_core.runs.datasets: what a malformed or unusual file is told (issue 14)."""
+"""Tests for rubric_core.workbench.datasets: what a malformed or unusual file is told (issue 14)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,13 @@ import csv
 
 import pytest
 
-from rubric_core.runs.datasets import DatasetError, load_dataset, load_graded_upload, load_upload
 from rubric_core.runs.spec import MAX_INPUT_CHARS
+from rubric_core.workbench.datasets import (
+    DatasetError,
+    load_dataset,
+    load_graded_upload,
+    load_upload,
+)
 
 
 def test_an_unterminated_quote_names_its_line_instead_of_merging_rows():

@@ -900,7 +900,7 @@ def test_run_page_human_grader_drives_the_pass_and_becomes_labels(
 
 
 def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_path: Path) -> None:
-    from rubric_core.runs.grade import grade_outputs
+    from rubric_core.workbench.grade import grade_outputs
     from studio_ui import regrade_jobs
 
     _load_bottle_rubric(app)

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
+from rubric_core.batch import run_batch
+from rubric_core.batch.ray_cluster import RayUnavailable, check_ray_address
 from rubric_core.models import load_scenario
-from rubric_core.runs import RunSpec, SpecError, run_batch
-from rubric_core.runs.ray_batch import RayUnavailable, check_ray_address
+from rubric_core.runs import RunSpec, SpecError
 from rubric_core.store import Store
 
 _SCENARIO = "needs_revision_then_satisfied"
@@ -181,7 +182,7 @@ def test_ray_batch_of_40_inputs_on_two_nodes_stores_40_runs_each_pass_once(
 ) -> None:
     import ray
 
-    caplog.set_level(logging.DEBUG, logger="rubric_core.runs.ray_batch")
+    caplog.set_level(logging.DEBUG, logger="rubric_core.batch.ray_cluster")
     seen: list[int] = []
     summary = _on_ray(
         pg_store,
@@ -356,7 +357,7 @@ def test_ray_is_imported_only_when_a_ray_batch_starts() -> None:
     import sys
 
     code = (
-        "import sys, rubric_core.runs, rubric_core.cli, rubric_core.runs.ray_batch; "
+        "import sys, rubric_core.runs, rubric_core.cli, rubric_core.batch.ray_cluster; "
         "print('ray' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from rubric_core.evaluate import agreement_report, pair_up
-from rubric_core.runs.agreement import agreement_with_labels
 from rubric_core.store import RunFilters, Store
 from rubric_core.store.final_pass import MIGRATION_NAME
 from rubric_core.ui import ReviewQueue, labelled_ids, next_unlabelled, step
+from rubric_core.workbench.agreement import agreement_with_labels
 from tests.conftest import make_evaluation, new_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))

@@ -8,7 +8,8 @@ import pytest
 
 from rubric_core.models import load_scenario
 from rubric_core.runs import RunSpec, run_once, spec_from_run
-from rubric_core.runs.spec import SpecError, validate_spec
+from rubric_core.runs.spec import SpecError
+from rubric_core.runs.validate import validate_spec
 from rubric_core.store import Store
 
 SCENARIO = "release_note_regression"

@@ -20,7 +20,8 @@ from rubric_core.evaluate import EvaluationError
 from rubric_core.export import csv_chunks
 from rubric_core.middleware import RubricMiddleware
 from rubric_core.models.replay import ReplayChatModel, tool_call_turn, verdict_turn
-from rubric_core.runs.agreement import (
+from rubric_core.store import StoreError
+from rubric_core.workbench.agreement import (
     NoLabelsError,
     agreement_between,
     agreement_with_labels,
@@ -29,10 +30,9 @@ from rubric_core.runs.agreement import (
     import_labels_csv,
     next_unlabelled,
 )
-from rubric_core.runs.datasets import DatasetError, load_graded_upload
-from rubric_core.runs.grade import GradingError, grade_by_person, grade_outputs
-from rubric_core.runs.regrade import RegradeError, regrade
-from rubric_core.store import StoreError
+from rubric_core.workbench.datasets import DatasetError, load_graded_upload
+from rubric_core.workbench.grade import GradingError, grade_by_person, grade_outputs
+from rubric_core.workbench.regrade import RegradeError, regrade
 
 RUBRIC = "- has a title\n- cites a source"
 CRITERIA = ["has a title", "cites a source"]

@@ -35,7 +35,8 @@ from rubric_core.schema import MAX_CONCURRENCY
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from rubric_core.runs import BatchSummary, RunHandle
+    from rubric_core.batch import BatchSummary
+    from rubric_core.runs import RunHandle
     from rubric_core.schema import RubricEvaluation
     from rubric_core.store import Store
 
@@ -262,7 +263,7 @@ def resume(run_id: int, base_url: str | None, quiet: bool, db: str | None) -> No
 
 def format_summary(summary: BatchSummary) -> str:
     """A batch summary as terminal text."""
-    from rubric_core.runs import format_rate
+    from rubric_core.batch import format_rate
 
     lines = [f"Batch {summary.batch_id}: {summary.total} run{'' if summary.total == 1 else 's'}"]
     if summary.by_status:
@@ -365,9 +366,11 @@ def batch(
     """
     from tqdm import tqdm
 
-    from rubric_core.runs import DatasetError, SpecError, load_dataset, run_batch
-    from rubric_core.runs.batch import new_batch_id
-    from rubric_core.runs.ray_batch import RayUnavailable, check_ray_address
+    from rubric_core.batch import run_batch
+    from rubric_core.batch.common import new_batch_id
+    from rubric_core.batch.ray_cluster import RayUnavailable, check_ray_address
+    from rubric_core.runs import SpecError
+    from rubric_core.workbench import DatasetError, load_dataset
 
     try:
         inputs = load_dataset(input_file)
@@ -462,7 +465,7 @@ def _stop_batch(store: Store, batch_id: str, stop: threading.Event, ended: threa
     model call), stores the in-flight runs as `interrupted` at once, then waits, bounded;
     a second Ctrl-C gives up the wait.
     """
-    from rubric_core.runs.batch import mark_interrupted
+    from rubric_core.batch.common import mark_interrupted
 
     click.echo("\nStopping the batch (Ctrl-C again to stop waiting)...", err=True)
     stop.set()
@@ -474,7 +477,7 @@ def _stop_batch(store: Store, batch_id: str, stop: threading.Event, ended: threa
 
 
 def _summary_so_far(store: Store, batch_id: str) -> BatchSummary:
-    from rubric_core.runs import summary_for_batch
+    from rubric_core.batch import summary_for_batch
 
     return summary_for_batch(store, batch_id)
 

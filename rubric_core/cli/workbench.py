@@ -75,7 +75,7 @@ def grade(
         python -m rubric_core grade --input-file outputs.csv --rubric essay@2 \\
             --grader openai:gpt-4.1-mini
     """
-    from rubric_core.runs.grade import grade_file
+    from rubric_core.workbench.grade import grade_file
 
     store = open_store(db)
     try:
@@ -154,8 +154,8 @@ def regrade(
             --grader openai:gpt-4.1 --samples 3
     """
     from rubric_core.cli.common import read_text
-    from rubric_core.runs.regrade import regrade as run_regrade
     from rubric_core.store import RunFilters
+    from rubric_core.workbench.regrade import regrade as run_regrade
 
     store = open_store(db)
     try:
@@ -175,7 +175,7 @@ def regrade(
                     raise BadInput(
                         "--rubric-version needs runs to re-grade (--run-id, --batch or --rubric)"
                     )
-                from rubric_core.runs.grade import resolve_rubric
+                from rubric_core.workbench.grade import resolve_rubric
 
                 version_id = resolve_rubric(store, f"{rubric}@{rubric_version}")["id"]
             return run_regrade(
@@ -227,7 +227,7 @@ def label(input_file: Path, reviewer: str | None, db: str | None) -> None:
         python -m rubric_core export --output criteria.csv   # fill in human_passed
         python -m rubric_core label --input-file criteria.csv --reviewer ana
     """
-    from rubric_core.runs.agreement import import_labels_csv
+    from rubric_core.workbench.agreement import import_labels_csv
 
     if not input_file.is_file():
         raise BadInput(f"{input_file}: no such file")
@@ -267,8 +267,8 @@ def agreement(
         python -m rubric_core agreement --experiment 3 --against-labels
         python -m rubric_core agreement --experiment 3 --against 4 --json
     """
-    from rubric_core.runs.agreement import agreement_between, agreement_with_labels
     from rubric_core.store import RunFilters
+    from rubric_core.workbench.agreement import agreement_between, agreement_with_labels
 
     if against is not None and against_labels:
         raise BadInput("give --against B or --against-labels, not both")

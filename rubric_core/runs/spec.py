@@ -1,14 +1,16 @@
-"""Run specs: what one run is, how it is checked before it starts, and how a stored run reads back."""
+"""Run specs: what one run is, the checks that need nothing but the spec, and how a stored run reads back.
+
+The checks against the store and the model and tool registries are `validate.validate_spec`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from rubric_core.errors import InputError
-from rubric_core.rubric import RubricError, validate_rubric
 from rubric_core.schema import (
     AGENT_KINDS,
     DEFAULT_MAX_ITERATIONS,
@@ -20,16 +22,14 @@ from rubric_core.schema import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from rubric_core.store import Store
-
 __all__ = [
     "MAX_INPUT_CHARS",
     "RunSpec",
     "SpecError",
     "check_input",
+    "check_static",
     "spec_from_run",
     "validate_concurrency",
-    "validate_spec",
 ]
 
 MAX_INPUT_CHARS = 200_000
@@ -160,7 +160,7 @@ def validate_concurrency(value: object) -> int:
     return value
 
 
-def _check_static(spec: RunSpec) -> None:
+def check_static(spec: RunSpec) -> None:
     """Checks that need neither the store nor the model/tool registries."""
     rv: object = spec.rubric_version_id
     if isinstance(rv, bool) or not isinstance(rv, int):
@@ -192,60 +192,6 @@ def _check_static(spec: RunSpec) -> None:
     for tool in spec.grader_tools:
         if not isinstance(tool, str) or not tool.strip():
             raise SpecError("grader_tools", f"tool names must be non-empty text, got {tool!r}")
-
-
-def validate_spec(spec: RunSpec, store: Store) -> None:
-    """Check a run spec completely before anything starts.
-
-    Models are constructed (never called), so a missing API key or an unknown
-    provider is reported here rather than half-way through a run.
-
-    Raises:
-        SpecError: Naming the field that is wrong and why.
-        TypeError: `spec` is not a `RunSpec`.
-
-    Examples:
-        >>> validate_spec(RunSpec(1, "", "replay:haiku", "replay:haiku"), store)  # doctest: +SKIP
-        Traceback (most recent call last):
-        SpecError: input: is empty; give the agent something to do
-    """
-    from rubric_core.models import ModelSpecError, resolve_model
-    from rubric_core.store import StoreError
-    from rubric_core.tools import UnknownToolError, get_tools
-
-    if not isinstance(spec, RunSpec):
-        msg = f"expected a RunSpec, got {type(spec).__name__}"
-        raise TypeError(msg)
-    _check_static(spec)
-    try:
-        version = store.get_rubric_version(spec.rubric_version_id)
-    except StoreError as exc:
-        raise SpecError(
-            "rubric_version_id", f"no rubric version with id {spec.rubric_version_id} ({exc})"
-        ) from exc
-    try:
-        validate_rubric(version["text"])
-    except RubricError as exc:
-        raise SpecError("rubric_version_id", str(exc)) from exc
-    try:
-        get_tools(list(spec.grader_tools))
-    except UnknownToolError as exc:
-        raise SpecError("grader_tools", str(exc)) from exc
-    from rubric_core.runs.shared import models_built
-
-    if models_built(spec):  # this process built these very models for an earlier run
-        return
-    roles: tuple[tuple[str, Literal["agent", "grader"]], ...] = (
-        ("agent_model", "agent"),
-        ("grader_model", "grader"),
-    )
-    for name, role in roles:
-        try:
-            resolve_model(
-                getattr(spec, name), role=role, base_url=spec.base_url, api_key=spec.api_key
-            )
-        except ModelSpecError as exc:
-            raise SpecError(name, str(exc)) from exc
 
 
 # --------------------------------------------------------------------------- stored runs

@@ -37,15 +37,17 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
+from rubric_core.batch.common import mark_interrupted
+from rubric_core.batch.worker import run_input_in_worker
 from rubric_core.errors import RubricStudioError
-from rubric_core.runs.batch import mark_interrupted
-from rubric_core.runs.workers import run_input_in_worker
+from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
+from rubric_core.runs.spec import SpecError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from types import ModuleType
 
-    from rubric_core.runs.batch import ModelFactory, ProgressCallback
+    from rubric_core.batch.common import ModelFactory, ProgressCallback
     from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 
@@ -120,7 +122,7 @@ def _host_port(address: str) -> tuple[str, int]:
         >>> _host_port("head")
         Traceback (most recent call last):
         ...
-        rubric_core.runs.ray_batch.RayUnavailable: Ray address 'head' is not HOST:PORT (the head node's GCS port, 6379 unless `ray start --head --port` said otherwise)
+        rubric_core.batch.ray_cluster.RayUnavailable: Ray address 'head' is not HOST:PORT (the head node's GCS port, 6379 unless `ray start --head --port` said otherwise)
     """
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -237,8 +239,6 @@ def _prepare_checkpoints(store: Store) -> None:
     Every worker's first run sets the checkpointer up; with the tables already there that
     is a check, rather than many processes racing to run the same migrations.
     """
-    from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
-
     path = checkpoint_path(store)
     CHECKPOINTERS.acquire(path, store)
     CHECKPOINTERS.release(path)
@@ -345,8 +345,6 @@ def run_on_ray(
             store on several nodes, workers that cannot import rubric_core).
     """
     if isinstance(task_cpus, bool) or not isinstance(task_cpus, int | float) or task_cpus <= 0:
-        from rubric_core.runs.spec import SpecError
-
         raise SpecError("ray_task_cpus", f"must be a positive number of CPUs, got {task_cpus!r}")
     resolved = check_ray_address(address)
     ray = _connect(resolved, runtime_env)

@@ -43,12 +43,14 @@ import time
 from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.runs.batch import mark_interrupted
+from rubric_core.batch.common import mark_interrupted
+from rubric_core.batch.worker import close_worker_stores, run_input_in_worker
+from rubric_core.runs.spec import SpecError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from rubric_core.runs.batch import ModelFactory, ProgressCallback
+    from rubric_core.batch.common import ModelFactory, ProgressCallback
     from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 
@@ -57,7 +59,7 @@ __all__ = ["plan_workers", "run_in_processes"]
 logger = logging.getLogger(__name__)
 
 _PRELOAD = [
-    "rubric_core.runs.workers",
+    "rubric_core.batch.worker",
     "rubric_core.runs.execute",
     "rubric_core.models",
     "langgraph.checkpoint.sqlite",
@@ -135,8 +137,6 @@ def _serve(
     stop: Any,
 ) -> None:
     """A worker process: `threads` threads take inputs from `tasks` until a `None` each."""
-    from rubric_core.runs.workers import close_worker_stores, run_input_in_worker
-
     # Ctrl-C reaches the whole process group; the driver stops the batch, not each worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     local_stop, done = threading.Event(), threading.Event()
@@ -234,8 +234,6 @@ def _check_picklable(model_factory: ModelFactory | None) -> None:
     try:
         pickle.dumps(model_factory)
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
-        from rubric_core.runs.spec import SpecError
-
         msg = (
             "must be picklable to reach worker processes (a module-level function, not a "
             f"lambda or a closure) for executor='process': {exc}"

@@ -21,18 +21,18 @@ from langchain_core.messages import AIMessage, HumanMessage
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
 from rubric_core.rubric import parse_rubric
-from rubric_core.runs.background import BatchJob
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
 from rubric_core.store.retry import retry_write
+from rubric_core.workbench.background import BatchJob
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from rubric_core.middleware import RubricMiddleware
-    from rubric_core.runs.datasets import GradedRow
     from rubric_core.schema import RubricEvaluation
     from rubric_core.store import Store
+    from rubric_core.workbench.datasets import GradedRow
 
 __all__ = [
     "GradeSummary",
@@ -330,7 +330,7 @@ def grade_file(
     """`grade_outputs` over a CSV/JSONL file, against `NAME[@VERSION]`; labels by the file's name."""
     from pathlib import Path
 
-    from rubric_core.runs.datasets import load_graded_dataset
+    from rubric_core.workbench.datasets import load_graded_dataset
 
     rows = load_graded_dataset(path)
     version = resolve_rubric(store, rubric)

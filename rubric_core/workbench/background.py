@@ -12,10 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rubric_core.runs.batch import new_batch_id, run_batch, validate_batch
+from rubric_core.batch.common import new_batch_id, validate_batch
+from rubric_core.batch.ray_cluster import check_ray_address
+from rubric_core.batch.run import run_batch
 
 if TYPE_CHECKING:
-    from rubric_core.runs.execute import RunHandle
+    from rubric_core.runs.handle import RunHandle
     from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 
@@ -132,8 +134,6 @@ def start_batch(
     """
     concurrency = validate_batch(store, spec, inputs, concurrency)
     if executor == "ray":
-        from rubric_core.runs.ray_batch import check_ray_address
-
         ray_address = check_ray_address(ray_address)
     job = BatchJob(batch_id=new_batch_id(), total=len(inputs))
 

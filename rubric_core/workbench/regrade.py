@@ -19,10 +19,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.errors import InputError
 from rubric_core.evaluate import ConsistencyReport, consistency_report
-from rubric_core.runs.grade import GraderFactory, _grader_factory, build_grader
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.store import RunFilters
+from rubric_core.workbench.grade import GraderFactory, _grader_factory, build_grader
 
 if TYPE_CHECKING:
     from rubric_core.store import Store

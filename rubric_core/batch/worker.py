@@ -12,10 +12,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from rubric_core.runs.batch import run_batch_input
+from rubric_core.batch.common import run_batch_input
 
 if TYPE_CHECKING:
-    from rubric_core.runs.batch import ModelFactory
+    from rubric_core.batch.common import ModelFactory
     from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 

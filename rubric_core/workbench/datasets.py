@@ -284,7 +284,7 @@ def load_upload(file_name: str, data: bytes) -> list[str]:
         >>> load_upload("prompts.xlsx", b"PK")
         Traceback (most recent call last):
         ...
-        rubric_core.runs.datasets.DatasetError: prompts.xlsx: upload a .csv (with an 'input' column) or a .jsonl file ({"input": ...} per line)
+        rubric_core.workbench.datasets.DatasetError: prompts.xlsx: upload a .csv (with an 'input' column) or a .jsonl file ({"input": ...} per line)
     """
     suffix = PurePath(file_name).suffix.casefold()
     if suffix not in DATASET_SUFFIXES:
@@ -414,6 +414,6 @@ def load_graded_upload(file_name: str, data: bytes) -> list[GradedRow]:
         >>> load_graded_upload("g.csv", b"input\\nq\\n")
         Traceback (most recent call last):
         ...
-        rubric_core.runs.datasets.DatasetError: g.csv: has no 'output' column (columns: input); a dataset to grade needs 'input' and 'output' columns (and, optionally, 'labels')
+        rubric_core.workbench.datasets.DatasetError: g.csv: has no 'output' column (columns: input); a dataset to grade needs 'input' and 'output' columns (and, optionally, 'labels')
     """
     return _parse_graded(file_name, PurePath(file_name).suffix.casefold(), data)

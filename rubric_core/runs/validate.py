@@ -1,0 +1,70 @@
+"""`validate_spec`: a run spec checked against the store and the model and tool registries.
+
+Apart from `spec` (whose `RunSpec` the agent builders import) because it asks the shared
+agents whether this process built a spec's models already: `spec` -> `agents` ->
+`shared` -> `validate`, with no way back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from rubric_core.models import ModelSpecError, resolve_model
+from rubric_core.rubric import RubricError, validate_rubric
+from rubric_core.runs.shared import models_built
+from rubric_core.runs.spec import RunSpec, SpecError, check_static
+from rubric_core.store.errors import StoreError
+from rubric_core.tools import UnknownToolError, get_tools
+
+if TYPE_CHECKING:
+    from rubric_core.store import Store
+
+__all__ = ["validate_spec"]
+
+
+def validate_spec(spec: RunSpec, store: Store) -> None:
+    """Check a run spec completely before anything starts.
+
+    Models are constructed (never called), so a missing API key or an unknown
+    provider is reported here rather than half-way through a run.
+
+    Raises:
+        SpecError: Naming the field that is wrong and why.
+        TypeError: `spec` is not a `RunSpec`.
+
+    Examples:
+        >>> validate_spec(RunSpec(1, "", "replay:haiku", "replay:haiku"), store)  # doctest: +SKIP
+        Traceback (most recent call last):
+        SpecError: input: is empty; give the agent something to do
+    """
+    if not isinstance(spec, RunSpec):
+        msg = f"expected a RunSpec, got {type(spec).__name__}"
+        raise TypeError(msg)
+    check_static(spec)
+    try:
+        version = store.get_rubric_version(spec.rubric_version_id)
+    except StoreError as exc:
+        raise SpecError(
+            "rubric_version_id", f"no rubric version with id {spec.rubric_version_id} ({exc})"
+        ) from exc
+    try:
+        validate_rubric(version["text"])
+    except RubricError as exc:
+        raise SpecError("rubric_version_id", str(exc)) from exc
+    try:
+        get_tools(list(spec.grader_tools))
+    except UnknownToolError as exc:
+        raise SpecError("grader_tools", str(exc)) from exc
+    if models_built(spec):  # this process built these very models for an earlier run
+        return
+    roles: tuple[tuple[str, Literal["agent", "grader"]], ...] = (
+        ("agent_model", "agent"),
+        ("grader_model", "grader"),
+    )
+    for name, role in roles:
+        try:
+            resolve_model(
+                getattr(spec, name), role=role, base_url=spec.base_url, api_key=spec.api_key
+            )
+        except ModelSpecError as exc:
+            raise SpecError(name, str(exc)) from exc

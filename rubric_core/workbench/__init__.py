@@ -1,0 +1,85 @@
+"""The workbench: the services the CLI and the dashboard's pages call.
+
+The modules, lowest first (each imports only those before it):
+
+- `datasets`: CSV/JSONL inputs from a file (`load_dataset`) or an upload (`load_upload`),
+  and graded datasets (inputs with the outputs to grade, and their labels).
+- `background`: runs and batches kept by a long-lived process (the dashboard's).
+- `grade`: grade existing outputs with no agent (runs of kind `graded`), or by a person.
+- `regrade`: stored drafts graded again with other settings, stored as an experiment.
+- `agreement`: a judge or an experiment against human labels or each other, from the
+  store; the labels CSV import.
+"""
+
+from __future__ import annotations
+
+from rubric_core.workbench.agreement import (
+    NoLabelsError,
+    agreement_between,
+    agreement_with_labels,
+    compare_stored_experiments,
+    experiment_consistency,
+    import_labels_csv,
+    next_unlabelled,
+)
+from rubric_core.workbench.background import BatchJob, RunRegistry, batch_progress, start_batch
+from rubric_core.workbench.datasets import (
+    DATASET_SUFFIXES,
+    DatasetError,
+    GradedRow,
+    load_dataset,
+    load_graded_dataset,
+    load_graded_upload,
+    load_upload,
+)
+from rubric_core.workbench.grade import (
+    GradeSummary,
+    GradingError,
+    grade_by_person,
+    grade_file,
+    grade_one,
+    grade_outputs,
+    resolve_rubric,
+    start_graded_batch,
+)
+from rubric_core.workbench.regrade import (
+    RegradeError,
+    RegradeJob,
+    RegradeResult,
+    regrade,
+    start_regrade,
+)
+
+__all__ = [
+    "DATASET_SUFFIXES",
+    "BatchJob",
+    "DatasetError",
+    "GradeSummary",
+    "GradedRow",
+    "GradingError",
+    "NoLabelsError",
+    "RegradeError",
+    "RegradeJob",
+    "RegradeResult",
+    "RunRegistry",
+    "agreement_between",
+    "agreement_with_labels",
+    "batch_progress",
+    "compare_stored_experiments",
+    "experiment_consistency",
+    "grade_by_person",
+    "grade_file",
+    "grade_one",
+    "grade_outputs",
+    "import_labels_csv",
+    "load_dataset",
+    "load_graded_dataset",
+    "load_graded_upload",
+    "load_upload",
+    "next_unlabelled",
+    "regrade",
+    "resolve_rubric",
+    "start_batch",
+    "start_graded_batch",
+    "start_regrade",
+]
