@@ -1,4 +1,4 @@
-"""What issue 14's durability costs: NUL escaping on PostgreSQL reads, WAL checkpoints on SQLite writes.
+"""What durability costs: NUL escaping on PostgreSQL reads, WAL checkpoints on SQLite writes.
 
 1. PostgreSQL: stream every criterion row of 2,000 passes (20,000 rows) with the NUL
    restore step (`store.postgres.nul.restore_row`) and with it replaced by the identity,

@@ -1,7 +1,7 @@
 """Benchmark the criteria CSV export against the slow path it replaced, in the same run.
 
 The baseline is `tests/export_reference.py`: one joined query, `csv.writer`, every cell
-neutralised on its own (the export before issue 12, with the columns and the formula rule
+neutralised on its own (the export before the fast path, with the columns and the formula rule
 added since, so both sides write the same bytes). The new path is `rubric_core.export`:
 three cursors (passes, verdicts, labels) in one read snapshot, each pass's cells quoted
 once. Runs alternate between the two (interleaved), so machine load hits both alike; the

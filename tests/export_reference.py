@@ -1,7 +1,7 @@
 """The slow, obviously right criteria CSV export: the fast path in `rubric_core.export` must
 write these bytes.
 
-This is the export as it was before issue 12 (one joined query, `csv.writer`, every cell
+This is the export as it was before the fast path (one joined query, `csv.writer`, every cell
 neutralised on its own), with the columns and rules added since: the run's status and the
 judged draft on each row, a row for a pass without verdicts (LEFT JOIN), and the formula
 rule of `neutralise_cell`. `bench/bench_export.py` times it as the baseline.

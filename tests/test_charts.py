@@ -177,7 +177,7 @@ def test_pass_rate_figure_labels_rates_with_counts() -> None:
         {"criterion": "source", "passed": 0, "total": 4, "pass_rate": 0.0},
     ]
     bar = pass_rate_figure(rates).data[0]
-    assert list(bar.x) == [0.0, 0.75]  # worst first (issue 13: they were in rubric order)
+    assert list(bar.x) == [0.0, 0.75]  # worst first (they were in rubric order once)
     assert list(bar.text) == ["0% (0/4)", "75% (3/4)"]
 
 

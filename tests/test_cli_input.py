@@ -1,4 +1,4 @@
-"""CLI input that cannot do what it says is refused up front (issue 14, item 11)."""
+"""CLI input that cannot do what it says is refused up front."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for rubric_core.workbench.datasets: what a malformed or unusual file is told (issue 14)."""
+"""Tests for rubric_core.workbench.datasets: what a malformed or unusual file is told."""
 
 from __future__ import annotations
 

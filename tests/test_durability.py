@@ -1,4 +1,4 @@
-"""Issue 14's data items: no graded pass lost, whatever the text, the disk or the file does.
+"""No graded pass lost, whatever the text, the disk or the file does.
 
 NUL characters in stored text, a pass that cannot be written (a lock held past the busy
 timeout, a full disk), the write-ahead log merged into the file and `backup`, a store

@@ -63,7 +63,7 @@ def test_labels_csv_reads_every_column():
 
 def test_labels_round_trip_through_a_criteria_export():
     """A criteria export with the label columns beside the judge's `passed` imports as it is."""
-    # the export carries the label columns (and the pass's evaluation_id) since issue 9
+    # the export carries the label columns (and the pass's evaluation_id)
     columns = list(EXPORT_COLUMNS["criteria"])
     assert {"human_passed", "reviewer", "label_note", "evaluation_id"} <= set(columns)
     labelled = [

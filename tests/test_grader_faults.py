@@ -260,7 +260,7 @@ def test_verdict_missing_criteria_is_retried_once_then_trusted_only_for_what_it_
     assert result["_rubric_status"] == "satisfied"
 
 
-# -- bounded waits and honest counts (issue 14, items 7, 9, 13, 17) ----------------------
+# -- bounded waits and honest counts ----------------------------------------------------
 
 
 class SilentServer:

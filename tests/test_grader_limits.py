@@ -1,5 +1,5 @@
-"""The limits of one grading pass, the up-front argument checks and the verdict alignment
-(issue 14, items 8, 12, 13, 17, 18, 19), with scripted grader models in real agent graphs."""
+"""The limits of one grading pass, the up-front argument checks and the verdict alignment,
+with scripted grader models in real agent graphs."""
 
 from __future__ import annotations
 

@@ -414,7 +414,7 @@ def test_runner_stores_a_real_run(llm_endpoint: Endpoint, tmp_path: Path) -> Non
 
 
 def test_server_names_the_model_after_its_gguf_file(llm_endpoint: Endpoint) -> None:
-    # Issue 14, item 20: any GGUF used to be served as "smollm2-135m".
+    # Any GGUF used to be served as "smollm2-135m".
     gguf = (
         os.environ.get("RUBRIC_STUDIO_LLM_GGUF", "").strip()
         or subprocess.run(

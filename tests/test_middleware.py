@@ -742,7 +742,7 @@ def test_long_transcript_keeps_request_and_final_answer_whole():
     assert "characters omitted" in payload
 
 
-# -- the grader without tools: its model called directly (issue 12) -------------------
+# -- the grader without tools: its model called directly ------------------------------
 
 
 def _thread_namespaces(saver, thread_id):
@@ -833,7 +833,7 @@ async def test_async_direct_grader_corrects_and_counts_tokens():
     assert first["grader_input_tokens"] > second["grader_input_tokens"] > 0
 
 
-# -- the payload across passes (issue 12) --------------------------------------------
+# -- the payload across passes -------------------------------------------------------
 
 
 def _nonce(payload: str) -> str:

@@ -341,7 +341,7 @@ def test_every_example_in_the_readme_syntax_table_parses():
     "bullet", ["-", "*", "+", "•", "1.", "2)", "(3)", "a)", "- [ ]", "[x]", "- "]
 )
 def test_a_bare_bullet_is_refused_not_saved_as_a_criterion(bullet):
-    """Issue 14: `-`, `*` and `1.` on their own lines were saved as three criteria."""
+    """`-`, `*` and `1.` on their own lines were saved as three criteria."""
     text = f"- has a title\n{bullet}\n- cites a source"
     with pytest.raises(RubricError, match=r"line 2 .*a bullet with no criterion after it"):
         parse_criteria(text)

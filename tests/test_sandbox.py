@@ -247,7 +247,7 @@ def test_interpreter_living_under_tmp_stays_reachable():
     assert completed.stdout.startswith("PASSED: 1 passed"), completed.stdout + completed.stderr
 
 
-# --- issue 14, item 10: what a hostile test could do as root before bubblewrap ---------
+# --- what a hostile test could do as root before bubblewrap ---------------------------
 
 GUARD_OFF = "import sitecustomize\nsitecustomize._deny = lambda what: None\n"
 """One line turns the audit hook off: the tests below take the guard away first, so
@@ -492,7 +492,7 @@ def test_weak_fences_run_only_when_opted_in_and_warn(monkeypatch):
 
 
 def test_runtime_requirements_carry_pytest_for_the_sandbox():
-    # Issue 14, item 15: `pip install -r requirements.txt` (the README's first command) must
+    # `pip install -r requirements.txt` (the README's first command) must
     # bring the pytest that run_test_suite runs; .ci/run also runs the find_duplicates demo
     # to "satisfied" in a venv made from requirements.txt alone.
     from importlib.metadata import version

@@ -1,4 +1,4 @@
-"""Issues 9 and 10 together: panels, one-off passes and insufficient evidence meet code
+"""The workbench and scores together: panels, one-off passes and insufficient evidence meet code
 checks, scores and the store's columns of both.
 
 Real SQLite stores in tmp_path and replay models (scripted turns, not language models).
@@ -38,9 +38,9 @@ def test_a_fresh_store_gets_both_migrations_in_order(tmp_path):
     assert names[-5:] == [
         "0006_scores_checks_keep",
         "0007_insufficient_judges_labels_experiments",
-        "0008_runs_input_index",  # issue 11's, after both
-        "0009_criterion_pass_counts",  # issue 12's
-        "0010_run_final_pass",  # issue 12's review queues
+        "0008_runs_input_index",  # after both
+        "0009_criterion_pass_counts",
+        "0010_run_final_pass",  # the review queues
     ]
     assert {"weight", "checked_by", "insufficient"} <= columns
 

@@ -1,4 +1,4 @@
-"""Issue 9, library side: grade-only runs, re-grading, labels, agreement, panels, insufficient.
+"""The workbench, library side: grade-only runs, re-grading, labels, agreement, panels, insufficient.
 
 Real SQLite stores in tmp_path, real `create_agent` graphs and replay models (scripted
 turns, not language models) as graders.

@@ -1,4 +1,4 @@
-"""`grade`, `regrade`, `label`, `agreement`: test a rubric from a terminal (issue 9)."""
+"""`grade`, `regrade`, `label`, `agreement`: test a rubric from a terminal."""
 
 from __future__ import annotations
 
