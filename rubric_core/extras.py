@@ -43,8 +43,7 @@ class MissingExtra(RubricStudioError, ImportError):
         self.extra = extra
         what = feature or EXTRAS.get(extra, extra)
         super().__init__(
-            f"{module} is not installed, and {what} need it: "
-            f"pip install 'rubric-studio[{extra}]'"
+            f"{module} is not installed, and {what} need it: pip install 'rubric-studio[{extra}]'"
         )
 
 
