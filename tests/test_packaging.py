@@ -19,7 +19,7 @@ import tomllib
 import venv
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from packaging.requirements import Requirement
@@ -39,19 +39,20 @@ def _pyproject() -> dict[str, Any]:
     return tomllib.loads((REPO / "pyproject.toml").read_text())
 
 
+def _run(args: list[str], *, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run `args` outside any venv this session has on (no `PYTHONPATH`, no `VIRTUAL_ENV`)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run(
+        args, capture_output=True, text=True, cwd=cwd, env=env, timeout=480, check=False
+    )
+    if ok:
+        assert done.returncode == 0, f"{args}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
 def _child(code: str, *, python: str = sys.executable, cwd: Path = REPO) -> dict[str, Any]:
     """Run `code` in a fresh interpreter; it prints one JSON object, returned here."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [python, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = _run([python, "-c", textwrap.dedent(code)], cwd=cwd)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -259,8 +260,16 @@ def test_cli_batch_on_ray_without_the_extra_is_one_error_line(tmp_path: Path) ->
 # --------------------------------------------------------------------------- the core install
 
 
+class CoreInstall(NamedTuple):
+    """The venv `core_venv` made: its interpreter, the wheel installed, their folder."""
+
+    python: str
+    wheel: Path
+    root: Path
+
+
 @pytest.fixture(scope="session")
-def core_venv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def core_venv(tmp_path_factory: pytest.TempPathFactory) -> CoreInstall:
     """A fresh venv holding the wheel built from this checkout, without extras.
 
     The sources are copied first so the build writes nothing into the checkout.
@@ -284,100 +293,85 @@ def core_venv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     python = env_dir / "bin" / "python"
     vpip = [str(python), "-m", "pip", "--disable-pip-version-check"]
     _run([*vpip, "install", "--quiet", str(wheel)], cwd=root)
-    return {"python": python, "wheel": wheel, "root": root}
-
-
-def _run(args: list[str], *, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    done = subprocess.run(
-        args, capture_output=True, text=True, cwd=cwd, env=env, timeout=480, check=False
-    )
-    if ok:
-        assert done.returncode == 0, f"{args}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
-    return done
+    return CoreInstall(str(python), wheel, root)
 
 
 @pytest.mark.packaging
-@pytest.mark.timeout(900)
-def test_the_wheel_carries_the_library_and_its_scenarios(core_venv: dict[str, Path]) -> None:
-    names = zipfile.ZipFile(core_venv["wheel"]).namelist()
-    assert "rubric_core/__init__.py" in names
-    assert "rubric_core/scenarios/haiku.json" in names
-    assert not [n for n in names if n.startswith(("tests/", "app_pages/", "bench/"))]
-    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
-    text = zipfile.ZipFile(core_venv["wheel"]).read(metadata).decode()
-    assert "Provides-Extra: ray" in text and "Provides-Extra: all" in text
+@pytest.mark.timeout(900)  # the first test builds the venv: about 20 s with pip's cache warm
+class TestCoreInstall:
+    """`pip install rubric-studio` (the wheel, no extras) in a fresh venv."""
 
+    def test_the_wheel_carries_the_library_and_its_scenarios(self, core_venv: CoreInstall) -> None:
+        names = zipfile.ZipFile(core_venv.wheel).namelist()
+        assert "rubric_core/__init__.py" in names
+        assert "rubric_core/scenarios/haiku.json" in names
+        assert not [n for n in names if n.startswith(("tests/", "app_pages/", "bench/"))]
+        metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        text = zipfile.ZipFile(core_venv.wheel).read(metadata).decode()
+        assert "Provides-Extra: ray" in text and "Provides-Extra: all" in text
 
-@pytest.mark.packaging
-@pytest.mark.timeout(900)
-def test_the_core_install_imports_the_middleware_and_nothing_optional(
-    core_venv: dict[str, Path],
-) -> None:
-    python, root = str(core_venv["python"]), core_venv["root"]
-    found = _child(
-        f"""
-        import json, sys
-        import rubric_core
-        from rubric_core import RubricMiddleware
-        print(json.dumps({{
-            "file": rubric_core.__file__,
-            "middleware": RubricMiddleware.__name__,
-            "loaded": sorted(m for m in {HEAVY!r} if m in sys.modules),
-        }}))
-        """,
-        python=python,
-        cwd=root,
-    )
-    assert found["middleware"] == "RubricMiddleware"
-    assert "site-packages" in found["file"], found["file"]  # the wheel, not this checkout
-    assert found["loaded"] == []
-    shown = _run([python, "-m", "pip", "show", *NOT_IN_CORE], cwd=root, ok=False)
-    assert shown.returncode != 0 and "Name:" not in shown.stdout, shown.stdout
-    assert all(name in shown.stderr for name in NOT_IN_CORE), shown.stderr
+    def test_it_imports_the_middleware_and_nothing_optional(self, core_venv: CoreInstall) -> None:
+        python, root = core_venv.python, core_venv.root
+        found = _child(
+            f"""
+            import json, sys
+            import rubric_core
+            from rubric_core import RubricMiddleware
+            print(json.dumps({{
+                "file": rubric_core.__file__,
+                "middleware": RubricMiddleware.__name__,
+                "loaded": sorted(m for m in {HEAVY!r} if m in sys.modules),
+            }}))
+            """,
+            python=python,
+            cwd=root,
+        )
+        assert found["middleware"] == "RubricMiddleware"
+        assert "site-packages" in found["file"], found["file"]  # the wheel, not this checkout
+        assert found["loaded"] == []
+        shown = _run([python, "-m", "pip", "show", *NOT_IN_CORE], cwd=root, ok=False)
+        assert shown.returncode != 0 and "Name:" not in shown.stdout, shown.stdout
+        assert all(name in shown.stderr for name in NOT_IN_CORE), shown.stderr
 
-
-@pytest.mark.packaging
-@pytest.mark.timeout(900)
-def test_the_core_install_runs_the_cli_and_names_missing_extras(
-    core_venv: dict[str, Path],
-) -> None:
-    python, root = str(core_venv["python"]), core_venv["root"]
-    helped = _run([python, "-m", "rubric_core", "--help"], cwd=root)
-    assert "Rubric Studio" in helped.stdout
-    db = str(root / "studio.db")
-    # A whole replay run on the core set: agent, grader, SQLite store and checkpointer.
-    ran = _run([python, "-m", "rubric_core", "run", "--scenario", "haiku", "--db", db], cwd=root)
-    assert "satisfied" in ran.stdout
-    inputs = root / "inputs.jsonl"
-    inputs.write_text('{"input": "Write a haiku about rain."}\n')
-    batch = [python, "-m", "rubric_core", "batch", "--scenario", "haiku", "--db", db]
-    batch += ["--input-file", str(inputs), "--executor", "ray", "--ray-address", "127.0.0.1:1"]
-    on_ray = _run(batch, cwd=root, ok=False)
-    assert on_ray.returncode == 2, on_ray.stderr
-    assert "pip install 'rubric-studio[ray]'" in on_ray.stderr
-    assert "Traceback" not in on_ray.stderr
-    said = _child(
-        """
-        import json
-        from rubric_core.evaluate import agreement_report, pair_up
-        from rubric_core.extras import MissingExtra
-        from rubric_core.store import Store
-        said = {}
-        judge = {i: {"c": i % 2 == 0} for i in range(4)}
-        human = {i: {"c": i < 2} for i in range(4)}
-        for label, call in (
-            ("kappa", lambda: agreement_report(pair_up(judge, human))),
-            ("postgres", lambda: Store("postgresql://rubric@127.0.0.1:1/studio")),
-        ):
-            try:
-                call()
-            except MissingExtra as exc:
-                said[label] = str(exc)
-        print(json.dumps(said))
-        """,
-        python=python,
-        cwd=root,
-    )
-    assert "pip install 'rubric-studio[workbench]'" in said["kappa"]
-    assert "pip install 'rubric-studio[postgres]'" in said["postgres"]
+    def test_it_runs_the_cli_and_names_missing_extras(self, core_venv: CoreInstall) -> None:
+        python, root = core_venv.python, core_venv.root
+        helped = _run([python, "-m", "rubric_core", "--help"], cwd=root)
+        assert "Rubric Studio" in helped.stdout
+        db = str(root / "studio.db")
+        # A whole replay run on the core set: agent, grader, SQLite store and checkpointer.
+        ran = _run(
+            [python, "-m", "rubric_core", "run", "--scenario", "haiku", "--db", db], cwd=root
+        )
+        assert "satisfied" in ran.stdout
+        inputs = root / "inputs.jsonl"
+        inputs.write_text('{"input": "Write a haiku about rain."}\n')
+        batch = [python, "-m", "rubric_core", "batch", "--scenario", "haiku", "--db", db]
+        batch += ["--input-file", str(inputs), "--executor", "ray", "--ray-address", "127.0.0.1:1"]
+        on_ray = _run(batch, cwd=root, ok=False)
+        assert on_ray.returncode == 2, on_ray.stderr
+        assert "pip install 'rubric-studio[ray]'" in on_ray.stderr
+        assert "Traceback" not in on_ray.stderr
+        said = _child(
+            """
+            import json
+            from rubric_core.evaluate import agreement_report, pair_up
+            from rubric_core.extras import MissingExtra
+            from rubric_core.store import Store
+            said = {}
+            judge = {i: {"c": i % 2 == 0} for i in range(4)}
+            human = {i: {"c": i < 2} for i in range(4)}
+            for label, call in (
+                ("kappa", lambda: agreement_report(pair_up(judge, human))),
+                ("postgres", lambda: Store("postgresql://rubric@127.0.0.1:1/studio")),
+            ):
+                try:
+                    call()
+                except MissingExtra as exc:
+                    said[label] = str(exc)
+            print(json.dumps(said))
+            """,
+            python=python,
+            cwd=root,
+        )
+        assert "pip install 'rubric-studio[workbench]'" in said["kappa"]
+        assert "pip install 'rubric-studio[postgres]'" in said["postgres"]
