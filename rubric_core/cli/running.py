@@ -376,7 +376,7 @@ def batch(
         raise BadInput(str(exc)) from exc
     _check_concurrency(concurrency)
     if executor.executor == "ray":
-        require("ray", "ray", feature="--executor ray")
+        require("ray", "ray")
         try:
             check_ray_address(executor.ray_address)
         except RayUnavailable as exc:
