@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 
-import streamlit as st
+from rubric_core.extras import MissingExtra
+
+try:
+    import streamlit as st
+except ModuleNotFoundError as exc:  # the core install has no dashboard
+    raise MissingExtra("streamlit", "dashboard") from exc
 
 from rubric_core.models import api_key_status
 from rubric_core.schema import BASE_URL_ENV

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from rubric_core.batch.common import mark_interrupted
 from rubric_core.batch.worker import run_input_in_worker
 from rubric_core.errors import RubricStudioError
+from rubric_core.extras import MissingExtra
 from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
 from rubric_core.runs.spec import SpecError
 
@@ -173,9 +174,8 @@ def _connect(address: str, runtime_env: Mapping[str, Any] | None) -> ModuleType:
     """`ray`, connected to `address` (reusing this process's connection when it is the same)."""
     try:
         import ray
-    except ImportError as exc:  # pragma: no cover - ray is in requirements.txt
-        msg = "the Ray executor needs the ray package: pip install -r requirements.txt"
-        raise RayUnavailable(msg) from exc
+    except ImportError as exc:  # the core install: ray is the [ray] extra
+        raise RayUnavailable(str(MissingExtra("ray", "ray"))) from exc
 
     with _CONNECT_LOCK:
         if ray.is_initialized():

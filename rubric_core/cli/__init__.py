@@ -11,16 +11,18 @@ from __future__ import annotations
 import click
 
 from rubric_core.cli.backup import backup
-from rubric_core.cli.common import CONTEXT, StoreFailure, describe_status
+from rubric_core.cli.common import CONTEXT, BadInput, StoreFailure, describe_status
 from rubric_core.cli.data import export, rubrics, scenarios
 from rubric_core.cli.running import batch, format_summary, resume, run
 from rubric_core.cli.workbench import agreement, grade, label, regrade
+from rubric_core.extras import MissingExtra
 
 __all__ = ["cli", "describe_status", "format_summary", "main"]
 
 
 class _Commands(click.Group):
-    """The command group; a store failure mid-command ends in one `Error:` line, exit 1."""
+    """The command group; a store failure mid-command ends in one `Error:` line, exit 1, and
+    a feature whose extra is not installed in one naming the extra, exit 2."""
 
     def invoke(self, ctx: click.Context) -> object:
         from rubric_core.store import StoreError
@@ -29,6 +31,8 @@ class _Commands(click.Group):
             return super().invoke(ctx)
         except StoreError as exc:
             raise StoreFailure(str(exc)) from exc
+        except MissingExtra as exc:
+            raise BadInput(str(exc)) from exc
 
 
 @click.group(cls=_Commands, context_settings=CONTEXT)

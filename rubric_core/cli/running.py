@@ -30,6 +30,7 @@ from rubric_core.cli.options import (
     executor_options,
     spec_options,
 )
+from rubric_core.extras import require
 from rubric_core.schema import MAX_CONCURRENCY
 
 if TYPE_CHECKING:
@@ -378,6 +379,7 @@ def batch(
         raise BadInput(str(exc)) from exc
     _check_concurrency(concurrency)
     if executor.executor == "ray":
+        require("ray", "ray")
         try:
             check_ray_address(executor.ray_address)
         except RayUnavailable as exc:

@@ -7,6 +7,7 @@ from typing import Any, Literal, NamedTuple, TypedDict
 
 from rubric_core.evaluate._errors import EvaluationError
 from rubric_core.evaluate._verdicts import ItemId, Value, as_value, as_values, rate
+from rubric_core.extras import require
 
 
 class Pair(NamedTuple):
@@ -136,6 +137,7 @@ def _kappa(predicted: list[bool], reference: list[bool]) -> float | None:
         return None  # no pairs, or one verdict throughout on both sides: kappa is 0/0
     # Imported here, not at the top: sklearn.metrics (with SciPy) takes seconds to import,
     # and the panel and label parsing, which the middleware and CLI load, need none of it.
+    require("sklearn", "workbench")
     from sklearn.metrics import cohen_kappa_score
 
     return float(cohen_kappa_score(predicted, reference, labels=[False, True]))

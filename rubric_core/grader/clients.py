@@ -25,7 +25,7 @@ _OUR_PREFIXES = frozenset({"replay", "openai-compatible"})
 def _openai_base() -> type[Any] | None:
     try:
         from langchain_openai.chat_models.base import BaseChatOpenAI
-    except ImportError:  # pragma: no cover - langchain-openai is a runtime requirement
+    except ImportError:  # no [openai] extra: the model cannot be one of its classes
         return None
     return BaseChatOpenAI
 

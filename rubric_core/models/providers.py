@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 from pydantic import SecretStr
 
+from rubric_core.extras import MissingExtra
 from rubric_core.models.errors import ModelSpecError
 from rubric_core.models.replay import ScenarioReplayChatModel
 from rubric_core.models.scenarios import (
@@ -159,7 +160,10 @@ def _replay_model(spec: str, role: Role) -> ScenarioReplayChatModel:
 def _compatible_model(
     model: str, *, base_url: str, api_key: str | None, timeout_s: float, role: Role
 ) -> BaseChatModel:
-    from langchain_openai import ChatOpenAI
+    try:
+        from langchain_openai import ChatOpenAI
+    except ImportError as exc:  # a bad spec to the caller, as a provider's missing package is
+        raise ModelSpecError(str(MissingExtra("langchain_openai", "openai"))) from exc
 
     parsed = urlparse(base_url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -225,6 +229,8 @@ def _provider_model(
     except ImportError as exc:
         package = chat_base._BUILTIN_PROVIDERS[provider][0].split(".")[0].replace("_", "-")
         msg = f"model provider {provider!r} needs the package {package}: pip install {package}"
+        if provider in ("openai", "anthropic"):  # extras of this distribution
+            msg = str(MissingExtra(package, provider))
         raise ModelSpecError(msg) from exc
     except Exception as exc:
         msg = f"could not create model {spec!r}: {type(exc).__name__}: {exc}"

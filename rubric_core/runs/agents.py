@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware import AgentMiddleware
 
 from rubric_core.errors import RubricStudioError
+from rubric_core.extras import require
 from rubric_core.model_check import CheckBeforeModelCall
 from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation
 
@@ -139,6 +140,7 @@ def build_agent(
         middleware.append(_StopMiddleware(stopped))
     middleware.append(grader)
     if spec.agent_kind == "deep":
+        require("deepagents", "deepagents")
         from deepagents import create_deep_agent
 
         return create_deep_agent(

@@ -17,6 +17,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from rubric_core.extras import require
 from rubric_core.store.errors import StoreError
 from rubric_core.store.paths import is_postgres_url, redact_url
 
@@ -59,6 +60,8 @@ def _open_sqlite(path: str) -> BaseCheckpointSaver[str]:
 
 
 def _open_postgres(url: str) -> BaseCheckpointSaver[str]:
+    for module in ("psycopg", "psycopg_pool", "langgraph.checkpoint.postgres"):
+        require(module, "postgres", feature="PostgreSQL checkpoints")
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.tools import StructuredTool, tool
 
+from rubric_core.extras import MissingExtra
 from rubric_core.tools.sandbox import SandboxLimits, SandboxResult, run_sandboxed
 
 if TYPE_CHECKING:
@@ -133,12 +135,7 @@ def _summarise(result: SandboxResult, limits: SandboxLimits) -> TestRunResult:
         status = "KILLED"
         head = f"KILLED: killed by {result.signal_name} (likely the {memory_mib} MiB memory limit)"
     elif "No module named pytest" in output:
-        status = "ERROR"
-        head = (
-            "ERROR: pytest is not installed for the interpreter that runs the tests "
-            f"({sys.executable}); install the project's requirements.txt"
-        )
-        failures = []
+        status, head, failures = "ERROR", _no_pytest(), []
     elif result.returncode == 0:
         status, head = "PASSED", f"PASSED: {_tally(counts)}"
     elif result.returncode == 1:
@@ -168,6 +165,14 @@ def _summarise(result: SandboxResult, limits: SandboxLimits) -> TestRunResult:
     )
 
 
+def _no_pytest() -> str:
+    """The result's status line when the interpreter that runs the tests has no pytest."""
+    return (
+        f"ERROR: {MissingExtra('pytest', 'sandbox')} (into {sys.executable}'s environment, "
+        "the interpreter that runs the tests; requirements.txt brings it too)"
+    )
+
+
 def run_pytest(code: str, tests: str, *, limits: SandboxLimits | None = None) -> TestRunResult:
     """Run pytest `tests` against `code` (saved as `solution.py`) in the sandbox.
 
@@ -179,6 +184,8 @@ def run_pytest(code: str, tests: str, *, limits: SandboxLimits | None = None) ->
         'PASSED'
     """
     limits = limits or DEFAULT_LIMITS
+    if importlib.util.find_spec("pytest") is None:  # the core install: [sandbox] brings it
+        return TestRunResult("ERROR", _no_pytest())
     if not code.strip():
         return TestRunResult("ERROR", "ERROR: no code given: pass the Python source to test")
     if not tests.strip():

@@ -6,7 +6,12 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import plotly.graph_objects as go
+from rubric_core.extras import MissingExtra
+
+try:
+    import plotly.graph_objects as go
+except ModuleNotFoundError as exc:  # rubric_core.ui is the dashboard's, plotly its extra
+    raise MissingExtra("plotly", "dashboard") from exc
 
 from rubric_core.ui.format import one_line
 from rubric_core.ui.passes import (

@@ -16,9 +16,14 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import psycopg
-from psycopg.rows import dict_row, tuple_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from rubric_core.extras import MissingExtra
+
+try:
+    import psycopg
+    from psycopg.rows import dict_row, tuple_row
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ModuleNotFoundError as exc:  # a postgresql:// store on the core install
+    raise MissingExtra(exc.name or "psycopg", "postgres") from exc
 
 from rubric_core.store.errors import StoreError, StoreErrorKind
 from rubric_core.store.paths import DB_ENV_VAR, redact_url
