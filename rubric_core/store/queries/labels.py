@@ -21,7 +21,7 @@ from rubric_core.store.validation import require_int, require_text
 if TYPE_CHECKING:
     from rubric_core.store.sqlbase import Tx
 
-__all__ = ["LabelQueries", "LabelRecord", "write_labels"]
+__all__ = ["LabelQueries", "LabelRecord"]
 
 LabelRecord = dict[str, Any]
 """`{"human_passed": bool, "reviewer": str, "label_note": str, "labelled_at": str}`."""
