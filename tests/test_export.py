@@ -487,14 +487,14 @@ def test_criteria_csv_bytes_match_the_reference_on_hostile_cells(store, hostile)
 )
 def test_iso_timestamps_match_datetime(stamp):
     """`criteria.started_at` is formatted without datetime, rounded as datetime rounds."""
-    from rubric_core.export import _iso
+    from rubric_core.export.rows import _iso
 
     expected = dt.datetime.fromtimestamp(stamp, dt.UTC).isoformat(timespec="microseconds")
     assert _iso(stamp) == expected
 
 
 def test_iso_timestamps_match_datetime_on_many_values():
-    from rubric_core.export import _iso
+    from rubric_core.export.rows import _iso
 
     rng = random.Random(12)
     for _ in range(20_000):

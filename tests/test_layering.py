@@ -133,6 +133,8 @@ LONG_BUT_ONE_CONCEPT: dict[str, str] = {
     "rubric_core/grader/subagent.py": "the Grader that runs one pass, a sub-agent with tools",
     "rubric_core/workbench/grade.py": "grade-only runs: given outputs graded without an agent",
     "rubric_core/cli/running.py": "the run, batch and resume commands",
+    "rubric_core/store/queries/runs.py": "the queries of the run aggregate (runs, owners, batches)",
+    "rubric_core/store/queries/labels.py": "the queries of human labels and the review queues",
 }
 
 

@@ -42,7 +42,7 @@ def _rates(store: Store, filters: RunFilters, *, final_only: bool = False) -> li
 
 
 def _counts_table(store: Store) -> list[tuple]:
-    rows = store.query_rows(
+    rows = store._query_rows(
         "SELECT rubric_version_id, criterion, position, passed, total FROM criterion_pass_counts "
         "ORDER BY rubric_version_id, position, criterion"
     )
@@ -50,7 +50,7 @@ def _counts_table(store: Store) -> list[tuple]:
 
 
 def _counts_from_verdicts(store: Store) -> list[tuple]:
-    rows = store.query_rows(
+    rows = store._query_rows(
         "SELECT r.rubric_version_id AS v, cr.criterion AS c, cr.position AS p, "
         "SUM(cr.passed) AS passed, COUNT(*) AS total "
         "FROM criterion_results cr JOIN runs r ON r.id = cr.run_id "

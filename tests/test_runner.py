@@ -303,7 +303,7 @@ def test_a_transcript_that_cannot_be_stored_ends_the_run_in_error_with_its_passe
 ):
     """The transcript and the run's end share one commit; when the transcript cannot be
     written, the end is still stored, as `error`, and says the transcript failed."""
-    import rubric_core.store.facade as facade
+    import rubric_core.store.queries.runs as facade
     from rubric_core.store import StoreError
 
     def refuse(run_id, messages):

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from rubric_core.schema import RUN_STATUSES
-from rubric_core.store.errors import STORE_ERROR_KINDS, StoreError, StoreErrorKind, StoreInputError
+from rubric_core.store.errors import (
+    STORE_ERROR_KINDS,
+    STORE_FAULTS,
+    StoreError,
+    StoreErrorKind,
+    StoreInputError,
+)
 from rubric_core.store.facade import Store
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.paths import (
@@ -21,6 +27,7 @@ __all__ = [
     "MIGRATIONS",
     "RUN_STATUSES",
     "STORE_ERROR_KINDS",
+    "STORE_FAULTS",
     "RunFilters",
     "Store",
     "StoreError",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Literal, get_args
 
 from rubric_core.errors import InputError, RubricStudioError
 
 __all__ = [
     "STORE_ERROR_KINDS",
+    "STORE_FAULTS",
     "StoreError",
     "StoreErrorKind",
     "StoreInputError",
@@ -90,3 +92,8 @@ def unknown_version(version_id: int) -> StoreError:
 def unknown_run(run_id: int) -> StoreError:
     """The error for a run id that does not exist."""
     return StoreError(f"unknown run id {run_id}", kind="invalid")
+
+
+STORE_FAULTS: tuple[type[BaseException], ...] = (StoreError, sqlite3.Error)
+"""What a caller catches around store calls: a `StoreError`, or a raw `sqlite3.Error`
+(from a connection of `Store.connect_readonly`), so the UI layer need not import sqlite3."""

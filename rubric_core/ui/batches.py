@@ -31,12 +31,7 @@ def known_batches(store: Store, limit: int = 200) -> list[dict[str, Any]]:
 
     `started_at` is when the batch's first run started.
     """
-    return store.query_rows(
-        "SELECT batch_id, COUNT(*) AS runs, MIN(started_at) AS started_at FROM runs "
-        "WHERE batch_id IS NOT NULL GROUP BY batch_id ORDER BY MIN(started_at) DESC, batch_id "
-        "LIMIT ?",
-        (int(limit),),
-    )
+    return store.list_batches(limit)
 
 
 def batch_choice_label(batch: Mapping[str, Any]) -> str:
@@ -59,16 +54,8 @@ def final_pass_verdicts(store: Store, batch_id: str) -> dict[int, dict[str, str]
     The final pass is a run's last stored pass. A run whose last pass was a grader
     error (no verdicts), or that has no pass yet, is absent.
     """
-    rows = store.query_rows(
-        "SELECT cr.run_id AS run_id, cr.criterion AS criterion, cr.passed AS passed, "
-        "cr.insufficient AS insufficient FROM criterion_results cr "
-        "WHERE cr.evaluation_id IN (SELECT (SELECT e.id FROM evaluations e WHERE e.run_id = r.id "
-        "ORDER BY e.started_at DESC, e.id DESC LIMIT 1) FROM runs r WHERE r.batch_id = ?) "
-        "ORDER BY cr.run_id, cr.position",
-        (batch_id,),
-    )
     verdicts: dict[int, dict[str, str]] = {}
-    for row in rows:
+    for row in store.batch_final_verdicts(batch_id):
         word = "insufficient" if row["insufficient"] else ("pass" if row["passed"] else "fail")
         verdicts.setdefault(int(row["run_id"]), {})[str(row["criterion"])] = word
     return verdicts

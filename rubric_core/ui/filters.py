@@ -117,16 +117,11 @@ def known_models(store: Store, limit: int = 200) -> list[str]:
     """
     with _SEEN_LOCK:
         last, models = _SEEN_MODELS.get(store.target, (0, frozenset()))
-    (top,) = store.query_rows("SELECT COALESCE(MAX(id), 0) AS last FROM runs")
-    if int(top["last"]) < last:  # another database at the same place (a replaced file)
+    top = store.last_run_id()
+    if top < last:  # another database at the same place (a replaced file)
         last, models = 0, frozenset()
     since = max(0, last - _RECHECKED_IDS)
-    rows = store.query_rows(
-        "SELECT agent_model AS m FROM runs WHERE id > ? "
-        "UNION SELECT grader_model FROM runs WHERE id > ?",
-        (since, since),
-    )
-    models = models | {str(row["m"]) for row in rows if row["m"]}
+    models = models | store.models_of_runs_after(since)
     with _SEEN_LOCK:
-        _SEEN_MODELS[store.target] = (int(top["last"]), models)
+        _SEEN_MODELS[store.target] = (top, models)
     return sorted(models)[: int(limit)]

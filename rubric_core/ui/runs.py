@@ -196,11 +196,7 @@ def data_version(store: Store) -> tuple[int, int]:
     the stored passes stays right for as long as this version is unchanged; the
     dashboard caches such results (e.g. pass rates) under it.
     """
-    (row,) = store.query_rows(
-        "SELECT (SELECT COALESCE(MAX(id), 0) FROM runs) AS runs, "
-        "(SELECT COALESCE(MAX(id), 0) FROM evaluations) AS passes"
-    )
-    return int(row["runs"]), int(row["passes"])
+    return store.last_run_and_pass_ids()
 
 
 CachedPassRates = Callable[[str, "RunFilters", tuple[int, int]], list[dict[str, Any]]]

@@ -1,4 +1,4 @@
-"""The PostgreSQL backend: psycopg 3 and a `psycopg_pool.ConnectionPool`; the SQL is `sqlbase`'s.
+"""The PostgreSQL backend: psycopg 3 and a `psycopg_pool.ConnectionPool`; the SQL is `store.queries`'.
 
 Every write takes a pooled connection, runs in one transaction and commits before it
 returns (`synchronous_commit` is left on, so a committed pass survives a server crash).
@@ -29,8 +29,9 @@ from rubric_core.store.errors import StoreError, StoreErrorKind
 from rubric_core.store.paths import DB_ENV_VAR, redact_url
 from rubric_core.store.postgres.migrations import MIGRATIONS, applied_names, apply_migrations
 from rubric_core.store.postgres.nul import escape_params, escape_rows, restore_dict, restore_row
+from rubric_core.store.queries.runs import mark_interrupted
 from rubric_core.store.schema_version import newer_schema_refusal, write_refused
-from rubric_core.store.sqlbase import Dialect, SnapshotStream, SQLBackend, Tx, mark_interrupted
+from rubric_core.store.sqlbase import Dialect, SnapshotStream, SQLBackend, Tx
 
 __all__ = ["PostgresBackend", "server_name", "translate"]
 

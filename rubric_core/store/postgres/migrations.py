@@ -1,6 +1,6 @@
 """The PostgreSQL schema: the SQLite steps under the same names, in PostgreSQL DDL.
 
-Column types follow the SQLite schema so that one set of queries (`store/sqlbase.py`)
+Column types follow the SQLite schema so that one set of queries (`store/queries/`)
 serves both: timestamps as ISO-8601 text, JSON lists as text, booleans as integers,
 Unix times and durations as `DOUBLE PRECISION`. Applied names are kept in
 `rubric_studio_migrations`; `apply_migrations` holds an advisory lock meanwhile, so many

@@ -1,4 +1,4 @@
-"""The SQLite backend: one file via sqlite-utils, its writer thread and readers; the SQL is `sqlbase`'s."""
+"""The SQLite backend: one file via sqlite-utils, its writer thread and readers; the SQL is `store.queries`'."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
+from rubric_core.store.queries.runs import mark_interrupted
 from rubric_core.store.schema_version import newer_schema_refusal, write_refused
-from rubric_core.store.sqlbase import Dialect, SnapshotStream, SQLBackend, Tx, mark_interrupted
+from rubric_core.store.sqlbase import Dialect, SnapshotStream, SQLBackend, Tx
 from rubric_core.store.sqlite.backup import backup_file
 from rubric_core.store.sqlite.connection import SQLiteConnections, translate
 from rubric_core.store.sqlite.migrations import MIGRATIONS, apply_migrations

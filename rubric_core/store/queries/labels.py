@@ -2,10 +2,8 @@
 
 A label is a person's verdict on one criterion of one grading pass (an `evaluations` row):
 `human_passed`, who said it (`reviewer`), an optional note and when. There is one label per
-pass and criterion; labelling it again replaces it. The SQL is portable (SQLite and
-PostgreSQL: `ON CONFLICT ... DO UPDATE`, no SQLite-only functions), written once and run
-on either backend through the shared SQL base (`SQLBackend.write` with a `Tx`,
-`SQLBackend.query`). Mixed into `Store`.
+pass and criterion; labelling it again replaces it. The review queue reads an
+experiment's verdicts in place of a pass's own, hence the base class.
 """
 
 from __future__ import annotations
@@ -15,14 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from rubric_core.store.errors import StoreError
 from rubric_core.store.filters import RunFilters
+from rubric_core.store.queries.experiments import ExperimentQueries
 from rubric_core.store.rows import pass_run_id, stored_verdict
 from rubric_core.store.sqlbase import now_iso
 from rubric_core.store.validation import require_int, require_text
 
 if TYPE_CHECKING:
-    from rubric_core.store.sqlbase import SQLBackend, Tx
+    from rubric_core.store.sqlbase import Tx
 
-__all__ = ["LabelRecord", "LabelsMixin"]
+__all__ = ["LabelQueries", "LabelRecord"]
 
 LabelRecord = dict[str, Any]
 """`{"human_passed": bool, "reviewer": str, "label_note": str, "labelled_at": str}`."""
@@ -78,10 +77,8 @@ def write_labels(tx: Tx, rows: Sequence[tuple[int, str, bool, str, str]]) -> int
     return len(rows)
 
 
-class LabelsMixin:
-    """The label methods of `Store` (see the module docstring)."""
-
-    _backend: SQLBackend
+class LabelQueries(ExperimentQueries):
+    """The label and review-queue methods of `Store` (see the module docstring)."""
 
     def set_labels(
         self,
@@ -163,21 +160,6 @@ class LabelsMixin:
 
         self._backend.write(job)
 
-    def evaluation_run_id(self, evaluation_id: int) -> int:
-        """The run a stored pass belongs to.
-
-        Raises:
-            StoreError: Of kind `invalid`: no pass has that id.
-        """
-        evaluation_id = require_int(evaluation_id, "evaluation_id", minimum=1)
-        row = self._backend.query_one(
-            "SELECT run_id FROM evaluations WHERE id = ?", (evaluation_id,)
-        )
-        if row is None:
-            msg = f"no grading pass has evaluation id {evaluation_id}"
-            raise StoreError(msg, kind="invalid")
-        return int(row["run_id"])
-
     def labels_for(self, evaluation_ids: Iterable[int]) -> dict[int, dict[str, LabelRecord]]:
         """`{evaluation_id: {criterion: {human_passed, reviewer, label_note, labelled_at}}}`
         for the given passes (those without labels are left out)."""
@@ -202,7 +184,7 @@ class LabelsMixin:
 
     def all_labels(self, filters: RunFilters | None = None) -> dict[int, dict[str, bool]]:
         """Every label on the runs the filters match: `{evaluation_id: {criterion: bool}}`."""
-        where, params = self._backend.run_filter_sql(filters or RunFilters())
+        where, params = self.run_filter_sql(filters or RunFilters())
         rows = self._backend.query(
             "SELECT l.evaluation_id, l.criterion, l.human_passed FROM labels l "
             f"JOIN runs r ON r.id = l.run_id WHERE {where} ORDER BY l.evaluation_id, l.criterion",
@@ -223,7 +205,7 @@ class LabelsMixin:
     ) -> tuple[str, list[Any]] | None:
         """The `WHERE` clause over `runs r` the review methods share; `None`: no run at all."""
         filters = RunFilters.from_args(filters, **({"batch_id": batch_id} if batch_id else {}))
-        where, params = self._backend.run_filter_sql(filters)
+        where, params = self.run_filter_sql(filters)
         if run_ids is not None:
             ids = [require_int(i, "run id", minimum=1) for i in run_ids]
             if not ids:
@@ -266,8 +248,8 @@ class LabelsMixin:
         experiment: dict[int, list[dict[str, Any]]] | None = None
         grader_override: str | None = None
         if experiment_id is not None:
-            settings = self.get_experiment(experiment_id)  # type: ignore[attr-defined]
-            experiment = self.experiment_verdicts(experiment_id)  # type: ignore[attr-defined]
+            settings = self.get_experiment(experiment_id)
+            experiment = self.experiment_verdicts(experiment_id)
             grader_override = settings["grader_model"]
             ids = list(experiment)
             if not ids:

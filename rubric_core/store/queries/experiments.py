@@ -2,9 +2,7 @@
 
 An experiment holds its settings (rubric version, grader model, prompt, tools, samples,
 which passes) and one item per source pass and sample, each with its verdicts. The source
-runs and passes are never changed. Portable SQL (SQLite and PostgreSQL), written once and
-run on either backend through the shared SQL base (`SQLBackend.write` with a `Tx`,
-`SQLBackend.query`). Mixed into `Store`.
+runs and passes are never changed.
 """
 
 from __future__ import annotations
@@ -15,15 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from rubric_core.evaluate import combine_panel
 from rubric_core.store.errors import StoreError
+from rubric_core.store.queries.passes import PassQueries
 from rubric_core.store.rows import evaluation_row, pass_run_id, stored_verdict
 from rubric_core.store.sqlbase import now_iso, returned_id
 from rubric_core.store.validation import optional_text, require_int, require_text
 
 if TYPE_CHECKING:
     from rubric_core.schema import RubricEvaluation
-    from rubric_core.store.sqlbase import SQLBackend, Tx
+    from rubric_core.store.sqlbase import Tx
 
-__all__ = ["EXPERIMENT_STATUSES", "ExperimentsMixin"]
+__all__ = ["EXPERIMENT_STATUSES", "ExperimentQueries"]
 
 EXPERIMENT_STATUSES: tuple[str, ...] = ("running", "done", "stopped", "error")
 """An experiment is `running` while it grades, then `done`, `stopped` (on request) or `error`."""
@@ -47,10 +46,8 @@ def _decode(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-class ExperimentsMixin:
+class ExperimentQueries(PassQueries):
     """The experiment methods of `Store` (see the module docstring)."""
-
-    _backend: SQLBackend
 
     def create_experiment(
         self,
