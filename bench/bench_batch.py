@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from floor import build_floor, floor_worker
 
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, run_batch, run_once
 from rubric_core.runs.process_batch import _context as _process_context
 from rubric_core.store import Store

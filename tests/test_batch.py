@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from rubric_core.models import ReplayChatModel, load_scenario, verdict_turn
+from rubric_core.providers import ReplayChatModel, load_scenario, verdict_turn
 from rubric_core.runs import (
     BatchSummary,
     DatasetError,

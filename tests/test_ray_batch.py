@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, SpecError, run_batch
 from rubric_core.runs.ray_batch import RayUnavailable, check_ray_address
 from rubric_core.store import Store

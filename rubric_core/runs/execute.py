@@ -586,7 +586,7 @@ def _fast_forward(
     model: BaseChatModel, consumed: int, *, verdicts_only: bool, thread_id: str
 ) -> None:
     """Skip what the stored part of a run used of a replay model's script (others: nothing)."""
-    from rubric_core.models import ReplayChatModel
+    from rubric_core.providers import ReplayChatModel
 
     if isinstance(model, ReplayChatModel):
         model.fast_forward(consumed, verdicts_only=verdicts_only, thread_id=thread_id)

@@ -209,7 +209,7 @@ def validate_spec(spec: RunSpec, store: Store) -> None:
         Traceback (most recent call last):
         SpecError: input: is empty; give the agent something to do
     """
-    from rubric_core.models import ModelSpecError, resolve_model
+    from rubric_core.providers import ModelSpecError, resolve_model
     from rubric_core.store import StoreError
     from rubric_core.tools import UnknownToolError, get_tools
 
