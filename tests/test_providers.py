@@ -118,3 +118,10 @@ def test_an_openai_grader_copy_gets_clients_without_retries():
 def test_other_models_are_used_as_they_are():
     model = GenericFakeChatModel(messages=iter([]))
     assert grader_model(model, timeout_s=1.0) is model
+
+
+def test_our_own_prefixes_match_only_as_written():
+    assert provider_for("OpenAI:gpt-4.1").name == "openai"
+    for spec in ("Replay:haiku", "HUMAN:ana"):
+        with pytest.raises(ModelSpecError, match="unknown model provider"):
+            provider_for(spec)

@@ -90,8 +90,10 @@ class _Registry(Mapping[str, Provider]):
         return self._own.get(prefix)
 
 
+_REPLAY_PROVIDER = ReplayProvider()
+_COMPATIBLE_PROVIDER = CompatibleProvider()
 _REGISTRY = _Registry(
-    AnthropicProvider(), OpenAIProvider(), ReplayProvider(), CompatibleProvider(), HumanProvider()
+    AnthropicProvider(), OpenAIProvider(), _REPLAY_PROVIDER, _COMPATIBLE_PROVIDER, HumanProvider()
 )
 
 PROVIDERS: Mapping[str, Provider] = _REGISTRY
@@ -113,14 +115,16 @@ def provider_for(spec: str) -> Provider:
         >>> provider_for("replay:haiku").name, provider_for("gemini:gemini-2.5-flash").name
         ('replay', 'google_genai')
     """
-    text = spec.strip()
-    prefix_text = text.partition(":")[0].strip()
-    prefix = prefix_text.lower()
-    if prefix not in PROVIDERS:
-        prefix = prefix.replace("-", "_")
-        prefix = ALIASES.get(prefix, prefix)
-    if prefix in PROVIDERS:
-        return PROVIDERS[prefix]
+    prefix_text = spec.strip().partition(":")[0].strip()
+    own = _REGISTRY.own(prefix_text)
+    if own is not None:
+        return own
+    # LangChain's names are matched as init_chat_model would (any case, `-` for `_`);
+    # Rubric Studio's own prefixes only as written.
+    prefix = prefix_text.lower().replace("-", "_")
+    provider = PROVIDERS.get(ALIASES.get(prefix, prefix))
+    if isinstance(provider, LangChainProvider):
+        return provider
     known = sorted(name for name in PROVIDERS if name not in (_REPLAY, _COMPATIBLE, "human"))
     msg = (
         f"unknown model provider {prefix_text!r} in {spec!r}; known providers: "
@@ -235,12 +239,13 @@ def resolve_model(
         role=role, base_url=(base_url or "").strip() or None, api_key=api_key, timeout_s=timeout_s
     )
     if text.startswith(REPLAY_PREFIX):
-        return PROVIDERS[_REPLAY].build(text, text.removeprefix(REPLAY_PREFIX), options)
-    compatible = PROVIDERS[_COMPATIBLE]
+        return _REPLAY_PROVIDER.build(text, text.removeprefix(REPLAY_PREFIX), options)
     if text.startswith(COMPATIBLE_PREFIX):
-        return compatible.build(spec, text.removeprefix(COMPATIBLE_PREFIX), options)
-    if options.base_url and isinstance(compatible, CompatibleProvider):
-        return compatible.on_endpoint(text.removeprefix("openai:"), options.base_url, options)
+        return _COMPATIBLE_PROVIDER.build(spec, text.removeprefix(COMPATIBLE_PREFIX), options)
+    if options.base_url:
+        return _COMPATIBLE_PROVIDER.on_endpoint(
+            text.removeprefix("openai:"), options.base_url, options
+        )
     if ":" not in text:
         msg = (
             f"model spec {spec!r} is malformed: it has no provider; write provider:model-id "
