@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
+from rubric_core import config
 from rubric_core.extras import MissingExtra
 
 try:
@@ -11,7 +10,7 @@ try:
 except ModuleNotFoundError as exc:  # the core install has no dashboard
     raise MissingExtra("streamlit", "dashboard") from exc
 
-from rubric_core.models import api_key_status
+from rubric_core.providers import api_key_status
 from rubric_core.schema import BASE_URL_ENV
 from rubric_core.ui import models_mode
 from studio_ui import db_label, get_store, run_registry, store_guard
@@ -44,7 +43,7 @@ page = st.navigation(PAGES)
 with st.sidebar:
     st.caption("Database")
     st.code(db_label(), language=None, wrap_lines=True)
-    mode = models_mode(api_key_status(), os.environ.get(BASE_URL_ENV))
+    mode = models_mode(api_key_status(), config.text(BASE_URL_ENV))
     st.caption("Models")
     if mode.real:
         st.success(mode.summary, icon=":material/key:")

@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from rubric_core.models import DEFAULT_REPLAY_SCENARIO
+from rubric_core.providers import DEFAULT_REPLAY_SCENARIO
 from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, RUN_STATUSES
 from rubric_core.store import RunFilters, Store, StoreError, default_db_target
 from rubric_core.store.paths import is_postgres_url, redact_url

@@ -6,7 +6,7 @@ import streamlit as st
 
 from rubric_core.batch import format_rate, summary_for_batch
 from rubric_core.batch.ray_cluster import RayUnavailable, configured_ray_address, offered_executors
-from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.providers import DEFAULT_REPLAY_SCENARIO, list_scenarios
 from rubric_core.runs import RunSpec, SpecError
 from rubric_core.schema import (
     DEFAULT_MAX_ITERATIONS,

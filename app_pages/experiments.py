@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rubric_core.errors import InputError
-from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.providers import DEFAULT_REPLAY_SCENARIO, list_scenarios
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.models import list_scenarios, load_scenario
+from rubric_core.providers import list_scenarios, load_scenario
 from rubric_core.rubric import (
     RubricError,
     criteria_from_healthbench,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.providers import DEFAULT_REPLAY_SCENARIO, list_scenarios
 from rubric_core.runs import RunSpec, SpecError, start_run
 from rubric_core.schema import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, KEEP_CHOICES, REPLAY_PREFIX
 from rubric_core.store import StoreError

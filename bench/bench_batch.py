@@ -56,7 +56,7 @@ from floor import build_floor, floor_worker
 
 from rubric_core.batch import run_batch
 from rubric_core.batch.processes import _context as _process_context
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, run_once
 from rubric_core.store import Store
 

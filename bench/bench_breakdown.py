@@ -64,7 +64,7 @@ def _instrument() -> None:
     from rubric_core.grader.direct import DirectGrader
     from rubric_core.grader.subagent import Grader
     from rubric_core.middleware import RubricMiddleware
-    from rubric_core.models.replay import ScenarioReplayChatModel
+    from rubric_core.providers.replay import ScenarioReplayChatModel
     from rubric_core.runs import execute
     from rubric_core.store.facade import Store
 
@@ -111,7 +111,7 @@ def main() -> None:
     args = parser.parse_args()
     _instrument()
     import rubric_core.runs as runs
-    from rubric_core.models import load_scenario
+    from rubric_core.providers import load_scenario
     from rubric_core.store import Store
 
     scenario = load_scenario(_SCENARIO)

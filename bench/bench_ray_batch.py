@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rubric_core.batch import run_batch
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, run_once
 from rubric_core.store import Store
 

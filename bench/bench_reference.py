@@ -38,7 +38,7 @@ from langchain_core.tools import tool  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
 from rubric_core import RubricMiddleware as OurMiddleware  # noqa: E402
-from rubric_core.models import ReplayChatModel, tool_call_turn, verdict_turn  # noqa: E402
+from rubric_core.providers import ReplayChatModel, tool_call_turn, verdict_turn  # noqa: E402
 
 RUBRIC = "- has a title\n- cites a source"
 NAMES = ["has a title", "cites a source"]

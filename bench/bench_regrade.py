@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rubric_core.batch import run_batch
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec
 from rubric_core.store import Store
 from rubric_core.workbench.regrade import regrade

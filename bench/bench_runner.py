@@ -46,7 +46,7 @@ def measure(runs: int, durability: str | None = None) -> dict[str, float]:
         import rubric_core.runs.execute
 
         rubric_core.runs.execute.RUN_DURABILITY = durability  # type: ignore[assignment]
-    from rubric_core.models import load_scenario
+    from rubric_core.providers import load_scenario
     from rubric_core.runs import RunSpec, run_once
     from rubric_core.store import Store
 

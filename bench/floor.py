@@ -30,8 +30,8 @@ def build_floor(checkpoint_path: str, latency_s: float = 0.0) -> Callable[[int],
     from langchain.agents.middleware import AgentMiddleware, hook_config
     from langchain_core.messages import HumanMessage
 
-    from rubric_core.models import ReplayChatModel
-    from rubric_core.models.scenarios import scenario_turns
+    from rubric_core.providers import ReplayChatModel
+    from rubric_core.providers.replay.scenarios import scenario_turns
     from rubric_core.runs.agents import RUN_DURABILITY
     from rubric_core.runs.checkpoints import _open_sqlite
 

@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from rubric_core import STATUS_DESCRIPTIONS, RubricMiddleware
-from rubric_core.models import ReplayChatModel, load_scenario, resolve_model, tool_call_turn
+from rubric_core.providers import ReplayChatModel, load_scenario, resolve_model, tool_call_turn
 from rubric_core.tools import get_tools
 
 _FENCE = re.compile(r"```python\n(.*?)```", re.DOTALL)

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from rubric_core.batch import BatchSummary, run_batch, summary_for_batch
-from rubric_core.models import ReplayChatModel, load_scenario, verdict_turn
+from rubric_core.providers import ReplayChatModel, load_scenario, verdict_turn
 from rubric_core.runs import RunSpec, SpecError
 from rubric_core.workbench import DatasetError, load_dataset
 

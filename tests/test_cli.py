@@ -297,7 +297,7 @@ def test_export_rejects_unknown_format_via_click(invoke):
 
 
 def test_scenarios_lists_every_bundled_scenario(invoke):
-    from rubric_core.models import list_scenarios
+    from rubric_core.providers import list_scenarios
 
     result = invoke("scenarios")
     assert result.exit_code == 0
@@ -320,7 +320,7 @@ def test_python_dash_m_entry_point(tmp_path):
 def test_resume_command(invoke, db):
     import threading
 
-    from rubric_core.models import load_scenario
+    from rubric_core.providers import load_scenario
     from rubric_core.runs import RunSpec, start_run
 
     scenario = load_scenario("needs_revision_then_satisfied")

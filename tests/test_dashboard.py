@@ -490,7 +490,7 @@ def test_start_batch_validates_before_starting(store: Store, rubric_version: dic
 
 
 def test_start_batch_runs_in_the_background(store: Store) -> None:
-    from rubric_core.models import load_scenario
+    from rubric_core.providers import load_scenario
 
     scenario = load_scenario("satisfied_first_try")
     version = store.save_rubric_version("blurb", scenario["rubric"])

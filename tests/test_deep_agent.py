@@ -7,7 +7,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from rubric_core import RUBRIC_GRADER_MESSAGE_SOURCE, RubricMiddleware
-from rubric_core.models import ReplayChatModel, tool_call_turn, verdict_turn
+from rubric_core.providers import ReplayChatModel, tool_call_turn, verdict_turn
 
 RUBRIC = "- notes.md exists\n- notes.md lists three risks"
 

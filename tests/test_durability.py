@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from rubric_core.cli import cli
-from rubric_core.models import ReplayChatModel, verdict_turn
+from rubric_core.providers import ReplayChatModel, verdict_turn
 from rubric_core.runs import RunSpec, resume_run, run_once, start_run
 from rubric_core.store import MIGRATIONS, Store, StoreError
 from rubric_core.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS

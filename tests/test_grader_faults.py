@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
 from rubric_core import RubricMiddleware
-from rubric_core.models import ReplayChatModel
+from rubric_core.providers import ReplayChatModel
 
 RUBRIC = "- has a title\n- cites a source"
 GOOD = {

@@ -16,7 +16,7 @@ from rubric_core import RubricMiddleware
 from rubric_core.grader import align_criteria
 from rubric_core.grader.budget import GraderLimitError, GraderLimits, PassBudget
 from rubric_core.grader.verdict_schema import verdict_json_schema
-from rubric_core.models import ReplayChatModel, tool_call_turn, verdict_turn
+from rubric_core.providers import ReplayChatModel, tool_call_turn, verdict_turn
 from rubric_core.schema import GraderResponse
 
 RUBRIC = "- has a title\n- cites a source"

@@ -20,7 +20,8 @@ PACKAGE = ROOT / "rubric_core"
 
 # Lowest first. A module may import rubric_core modules of its own rank or below.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "extras"),
+    # config: every environment variable, read at call time; only errors below it.
+    ("errors", "extras", "config"),
     ("schema",),
     # check_registry holds the names and argument rules of code checks (no running), so
     # the parser can validate `{lines == 3}` without importing `tools`; scoring reads
@@ -30,9 +31,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("check_registry", "rubric", "messages", "scoring", "cells", "model_check"),
     ("evaluate",),
     ("tools",),
+    # providers: the registry of model specs and each provider's quirks (client settings,
+    # cache markers, the verdict schema's dialect); below the grader, which follows them.
+    ("providers",),
     ("grader",),
     ("middleware", "attempt"),
-    ("models",),
     ("store",),
     ("runs",),
     ("batch",),

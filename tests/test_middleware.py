@@ -15,7 +15,7 @@ from langgraph.types import interrupt
 
 from rubric_core import RUBRIC_GRADER_MESSAGE_SOURCE, RubricError, RubricMiddleware
 from rubric_core.grader.budget import GraderLimits
-from rubric_core.models import ReplayChatModel, tool_call_turn, verdict_turn
+from rubric_core.providers import ReplayChatModel, tool_call_turn, verdict_turn
 
 RUBRIC = "- has a title\n- cites a source"
 NAMES = ["has a title", "cites a source"]
@@ -898,7 +898,7 @@ class _AnthropicLikeReplay(ReplayChatModel):
 def test_an_anthropic_grader_gets_cache_breakpoints_after_the_head_and_the_steps():
     from langchain_anthropic import ChatAnthropic
 
-    from rubric_core.grader.caching import wants_cache_markers
+    from rubric_core.providers.registry import wants_cache_markers
 
     assert wants_cache_markers(ChatAnthropic(model="claude-sonnet-4-5", api_key="not-used"))
     grader = _AnthropicLikeReplay(turns=[satisfied()])

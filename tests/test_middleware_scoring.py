@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from rubric_core import RubricMiddleware
 from rubric_core.errors import InputError
-from rubric_core.models import ReplayChatModel, verdict_turn
+from rubric_core.providers import ReplayChatModel, verdict_turn
 from rubric_core.schema import BEST_DRAFT_KEY
 
 RUBRIC = "- [3] Cites the release date\n- Names the product\n- [-2] Invents a price"

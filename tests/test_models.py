@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from rubric_core.middleware import RubricMiddleware
-from rubric_core.models import (
+from rubric_core.providers import (
     ModelSpecError,
     ReplayChatModel,
     ScriptedGraderError,

@@ -203,7 +203,7 @@ def test_a_missing_extra_is_named_by_each_guarded_feature() -> None:
         from rubric_core.runs.checkpoints import _open_postgres
         attempt("checkpoints", lambda: _open_postgres("postgresql://rubric@127.0.0.1:1/x"))
         attempt("ui", lambda: __import__("rubric_core.ui"))
-        from rubric_core.models import resolve_model
+        from rubric_core.providers import resolve_model
         attempt(
             "compatible",
             lambda: resolve_model("openai-compatible:m", base_url="http://127.0.0.1:1/v1"),

@@ -417,7 +417,7 @@ def test_export_page_previews_rows_and_offers_downloads(app: AppTest) -> None:
 
 
 def test_batch_page_runs_a_dataset_and_summarises_it(app: AppTest) -> None:
-    from rubric_core.models import load_scenario
+    from rubric_core.providers import load_scenario
     from studio_ui import run_registry
 
     scenario = load_scenario("satisfied_first_try")

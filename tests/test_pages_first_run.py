@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.rubric import parse_rubric
 from rubric_core.store import Store
 from rubric_core.ui.forms import (

@@ -23,7 +23,7 @@ import pytest
 
 from rubric_core.batch import run_batch
 from rubric_core.batch.ray_cluster import RayUnavailable, check_ray_address
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, SpecError
 from rubric_core.store import Store
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rubric_core.models import list_scenarios, load_scenario
+from rubric_core.providers import list_scenarios, load_scenario
 from rubric_core.rubric import (
     MAX_WEIGHT,
     CheckSpec,

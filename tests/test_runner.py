@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from rubric_core.models import ReplayChatModel, list_scenarios, load_scenario, verdict_turn
+from rubric_core.providers import ReplayChatModel, list_scenarios, load_scenario, verdict_turn
 from rubric_core.rubric import parse_rubric
 from rubric_core.runs import (
     RunSpec,
@@ -501,7 +501,7 @@ def test_a_replay_run_does_not_import_provider_sdks(tmp_path):
     code = (
         "import sys, tempfile\n"
         "from pathlib import Path\n"
-        "from rubric_core.models import load_scenario\n"
+        "from rubric_core.providers import load_scenario\n"
         "from rubric_core.runs import RunSpec, run_once\n"
         "from rubric_core.store import Store\n"
         "s = load_scenario('needs_revision_then_satisfied')\n"

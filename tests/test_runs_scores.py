@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, run_once, spec_from_run
 from rubric_core.runs.spec import SpecError
 from rubric_core.runs.validate import validate_spec

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rubric_core.models import list_scenarios, load_scenario
+from rubric_core.providers import list_scenarios, load_scenario
 from rubric_core.rubric import parse_rubric
 from rubric_core.ui import replay_run_problems
 

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.export import iter_rows
 from rubric_core.middleware import RubricMiddleware
-from rubric_core.models.replay import ReplayChatModel, tool_call_turn, verdict_turn
+from rubric_core.providers.replay import ReplayChatModel, tool_call_turn, verdict_turn
 from rubric_core.store import Store
 
 RUBRIC = "- [3] has a title\n- Three lines {lines == 3}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, run_once, start_run
 from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
 from rubric_core.runs.shared import shared_agent

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.tools import BaseTool
 
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.tools import (
     TOOL_DESCRIPTIONS,
     TOOL_NAMES,

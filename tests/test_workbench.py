@@ -19,7 +19,7 @@ from rubric_core.cli import cli
 from rubric_core.evaluate import EvaluationError
 from rubric_core.export import csv_chunks
 from rubric_core.middleware import RubricMiddleware
-from rubric_core.models.replay import ReplayChatModel, tool_call_turn, verdict_turn
+from rubric_core.providers.replay import ReplayChatModel, tool_call_turn, verdict_turn
 from rubric_core.store import StoreError
 from rubric_core.workbench.agreement import (
     NoLabelsError,
@@ -596,7 +596,7 @@ def test_a_graded_pass_is_stored_despite_a_transient_write_failure(store, monkey
 def test_review_leaves_out_passes_without_verdicts(store):
     """A grader-error pass has nothing to label: Review and Agreement do not count it."""
     version = store.save_rubric_version("essay", RUBRIC)
-    from rubric_core.models import resolve_model
+    from rubric_core.providers import resolve_model
 
     broken = resolve_model("replay:grader_error", role="grader")  # its grader raises
     summary = grade_outputs(

@@ -61,7 +61,7 @@ logger = logging.getLogger(__name__)
 _PRELOAD = [
     "rubric_core.batch.worker",
     "rubric_core.runs.execute",
-    "rubric_core.models",
+    "rubric_core.providers",
     "langgraph.checkpoint.sqlite",
 ]
 """Modules the forkserver imports once, so each worker starts with them loaded."""

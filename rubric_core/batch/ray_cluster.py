@@ -37,6 +37,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
+from rubric_core import config
 from rubric_core.batch.common import mark_interrupted
 from rubric_core.batch.worker import run_input_in_worker
 from rubric_core.errors import RubricStudioError
@@ -98,7 +99,7 @@ def configured_ray_address(explicit: str | None = None) -> str | None:
         >>> configured_ray_address("10.0.0.5:6379")
         '10.0.0.5:6379'
     """
-    value = (explicit or os.environ.get(RAY_ADDRESS_ENV) or "").strip()
+    value = (explicit or config.text(RAY_ADDRESS_ENV)).strip()
     return value or None
 
 

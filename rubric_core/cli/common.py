@@ -141,8 +141,8 @@ def load_scenario(name: str) -> dict[str, Any]:
     Raises:
         BadInput: No scenario has that name (the message lists the known ones).
     """
-    from rubric_core.models import ModelSpecError
-    from rubric_core.models import load_scenario as load
+    from rubric_core.providers import ModelSpecError
+    from rubric_core.providers import load_scenario as load
 
     try:
         return load(name)

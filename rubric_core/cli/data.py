@@ -264,7 +264,7 @@ def scenarios() -> None:
         python -m rubric_core scenarios
         python -m rubric_core run --scenario find_duplicates
     """
-    from rubric_core.models import list_scenarios
+    from rubric_core.providers import list_scenarios
 
     rows = list_scenarios()
     width = max((len(row["name"]) for row in rows), default=4)

@@ -250,7 +250,7 @@ def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
     Raises:
         BadInput: No rubric was named, or the named rubric or version does not exist.
     """
-    from rubric_core.models import default_models
+    from rubric_core.providers import default_models
     from rubric_core.runs import RunSpec
 
     options = _with_scenario(store, options)

@@ -7,8 +7,8 @@ verdict is mapped onto the rubric, and the sub-agent that runs one grading pass.
 - `align`: matching the grader's criterion names to the rubric's.
 - `usage`: `GraderUsage`, the attempts and tokens of one pass.
 - `budget`: `GraderLimits` and `PassBudget`: timeout, time budget and call caps of a pass.
-- `clients`: the grader's client (a timeout, no client-side retries).
-- `verdict_schema`: the verdict's JSON schema built per checklist.
+- `replies`: a model call that returned no reply at all, as a clear `EmptyReplyError`.
+- `verdict_schema`: the verdict's JSON schema built per checklist, in its provider's dialect.
 - `validate`: `RubricMiddleware`'s argument checks.
 - `subagent`: `Grader`, which runs a pass, and its correction cap.
 - `panel`: `Panel`, judges combined by strict majority; `outcome_from_verdicts` for a person's.

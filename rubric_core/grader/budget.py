@@ -25,8 +25,9 @@ from langchain.agents.middleware.types import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.errors import RubricStudioError
-from rubric_core.grader.clients import no_reply_error, raised_for_no_reply, takes_call_timeout
 from rubric_core.grader.prompt import PLAIN_TEXT_CORRECTION
+from rubric_core.grader.replies import no_reply_error, raised_for_no_reply
+from rubric_core.providers.registry import takes_call_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator

@@ -38,8 +38,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.errors import GraphRecursionError
 
 from rubric_core.grader.budget import PassBudget, acall_model, call_timeout
-from rubric_core.grader.clients import no_reply_error, raised_for_no_reply
 from rubric_core.grader.prompt import PLAIN_TEXT_CORRECTION, rejection_message
+from rubric_core.grader.replies import no_reply_error, raised_for_no_reply
 from rubric_core.grader.retry import GRADER_RECURSION_LIMIT
 from rubric_core.grader.subagent import (
     _CACHED_AGENTS,
@@ -50,7 +50,8 @@ from rubric_core.grader.subagent import (
     _budget,
     check_corrections,
 )
-from rubric_core.grader.verdict_schema import needs_items_fallback, verdict_model
+from rubric_core.grader.verdict_schema import verdict_model
+from rubric_core.providers.registry import provider_of
 from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ class DirectGrader(Grader):
         if key not in self._bound:
             if len(self._bound) >= _CACHED_AGENTS:
                 self._bound.pop(next(iter(self._bound)))
-            schema = verdict_model(key, items_fallback=needs_items_fallback(self.model))
+            schema = verdict_model(key, dialect=provider_of(self.model))
             binding = OutputToolBinding.from_schema_spec(ToolStrategy(schema).schema_specs[0])
             self._bound[key] = self.model.bind_tools([binding.tool], tool_choice="any")
         return self._bound[key]

@@ -130,7 +130,7 @@ def payload_parts(
     """`build_payload` in pieces: the head up to the steps, one piece per step, the tail.
 
     Joined, they are `build_payload`; apart, they are the content blocks that carry
-    prompt-cache markers (`caching.payload_message`). The head (instructions, rubric,
+    prompt-cache markers (`providers.registry.payload_message`). The head (instructions, rubric,
     checklist, request) and every step end on a block boundary, so a cache written at the
     end of one pass's steps is found by the next pass, whose steps go on from there.
     """

@@ -25,8 +25,6 @@ from rubric_core.grader.budget import (
     active_budget,
     spending,
 )
-from rubric_core.grader.caching import payload_message, wants_cache_markers
-from rubric_core.grader.clients import grader_model
 from rubric_core.grader.prompt import (
     GRADER_SYSTEM_PROMPT,
     coverage_correction,
@@ -35,8 +33,14 @@ from rubric_core.grader.prompt import (
     rejection_reason,
 )
 from rubric_core.grader.retry import GRADER_RECURSION_LIMIT, RetryPolicy, describe_exception
-from rubric_core.grader.verdict_schema import needs_items_fallback, verdict_model
+from rubric_core.grader.verdict_schema import verdict_model
 from rubric_core.model_check import CheckBeforeModelCall
+from rubric_core.providers.registry import (
+    grader_model,
+    payload_message,
+    provider_of,
+    wants_cache_markers,
+)
 from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse
 
 if TYPE_CHECKING:
@@ -300,7 +304,7 @@ class Grader:
 
     Raises:
         ValueError: `model` is a string that names no usable model (see
-            `clients.model_from_spec`): checked here, before any agent runs.
+            `providers.registry.grader_model`): checked here, before any agent runs.
     """
 
     def __init__(
@@ -336,7 +340,7 @@ class Grader:
                 tools=self._tools,
                 system_prompt=self._system_prompt,
                 response_format=ToolStrategy(
-                    verdict_model(key, items_fallback=needs_items_fallback(self.model)),
+                    verdict_model(key, dialect=provider_of(self.model)),
                     handle_errors=rejection_message,
                 ),
                 middleware=[

@@ -2,7 +2,7 @@
 
 What cannot work fails at construction, not after the agent has run: a grader model that
 is neither a string nor a chat model (a string spec is checked when its grader is built,
-see `clients.model_from_spec`), tools that are not tools, a system prompt that is not
+see `providers.registry.grader_model`), tools that are not tools, a system prompt that is not
 text, counts that are not ints, and delays or timeouts that are not finite numbers.
 """
 

@@ -10,9 +10,9 @@ non-empty `gap` required). A verdict decoded under it is complete and names ever
 criterion's gap by construction.
 
 `items` is left out: llama.cpp's grammar converter reads `items` before `prefixItems`, so
-with both it would lose the order. LangChain's Google GenAI converter drops `prefixItems`
-and needs `items`, so for it (`items_fallback`) the entries are repeated as an `anyOf`
-under `items`: the count, the names and the gaps still hold, the order is not forced.
+with both it would lose the order. A provider whose converter reads the schema otherwise
+gives its dialect (`Provider.verdict_schema`: LangChain's Google converters, which drop
+`prefixItems`, get the entries repeated under `items`).
 
 What comes back is still validated as a `GraderResponse` (strict booleans, a result that
 agrees with the criteria) and aligned by name, so an unconstrained model that answers
@@ -29,6 +29,8 @@ from rubric_core.schema import GraderResponse
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from rubric_core.providers.base import Provider
 
 _CACHED_RUBRICS = 32
 
@@ -62,8 +64,11 @@ def _entry(name: str) -> dict[str, Any]:
     return {"anyOf": [passing, failing]}
 
 
-def verdict_json_schema(criteria: Sequence[str], *, items_fallback: bool = False) -> dict[str, Any]:
-    """The JSON schema of a verdict on exactly these checklist items, in this order.
+def verdict_json_schema(
+    criteria: Sequence[str], *, dialect: Provider | None = None
+) -> dict[str, Any]:
+    """The JSON schema of a verdict on exactly these checklist items, in this order, in
+    the `dialect` of the grader's provider (`providers.provider_of(model)`).
 
     Examples:
         >>> schema = verdict_json_schema(["has a title", "cites a source"])
@@ -72,8 +77,9 @@ def verdict_json_schema(criteria: Sequence[str], *, items_fallback: bool = False
         (2, 2)
         >>> [entry["anyOf"][1]["required"] for entry in items["prefixItems"]][0]
         ['name', 'evidence', 'passed', 'gap']
-        >>> "items" in items, "items" in verdict_json_schema(["a"], items_fallback=True)[
-        ...     "properties"]["criteria"]
+        >>> from rubric_core.providers import PROVIDERS
+        >>> google = verdict_json_schema(["a"], dialect=PROVIDERS["google_genai"])
+        >>> "items" in items, "items" in google["properties"]["criteria"]
         (False, True)
     """
     own = GraderResponse.model_json_schema()
@@ -86,9 +92,7 @@ def verdict_json_schema(criteria: Sequence[str], *, items_fallback: bool = False
         "minItems": len(entries),
         "maxItems": len(entries),
     }
-    if items_fallback:
-        array["items"] = {"anyOf": [branch for e in entries for branch in e["anyOf"]]}
-    return {
+    schema: dict[str, Any] = {
         "title": "GraderResponse",
         "description": own.get("description", ""),
         "type": "object",
@@ -104,21 +108,12 @@ def verdict_json_schema(criteria: Sequence[str], *, items_fallback: bool = False
         "required": ["criteria", "explanation", "result"],
         "additionalProperties": False,
     }
-
-
-def needs_items_fallback(model: object) -> bool:
-    """Whether `model`'s tool-schema converter drops `prefixItems` (LangChain's Google GenAI).
-
-    Examples:
-        >>> needs_items_fallback(object())
-        False
-    """
-    return type(model).__module__.startswith("langchain_google")
+    return schema if dialect is None else dialect.verdict_schema(schema)
 
 
 @lru_cache(maxsize=_CACHED_RUBRICS)
 def verdict_model(
-    criteria: tuple[str, ...], *, items_fallback: bool = False
+    criteria: tuple[str, ...], *, dialect: Provider | None = None
 ) -> type[GraderResponse]:
     """`GraderResponse` as the grader sees it for this checklist: same name, same
     validation, the schema of `verdict_json_schema`.
@@ -130,7 +125,7 @@ def verdict_model(
         >>> model.model_json_schema()["properties"]["criteria"]["maxItems"]
         1
     """
-    schema = verdict_json_schema(criteria, items_fallback=items_fallback)
+    schema = verdict_json_schema(criteria, dialect=dialect)
 
     def model_json_schema(cls: type[GraderResponse], *args: Any, **kwargs: Any) -> dict[str, Any]:
         return copy.deepcopy(schema)

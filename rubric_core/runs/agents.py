@@ -78,7 +78,7 @@ def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel]:
 
     Fresh, because a replay model's script position belongs to its instance.
     """
-    from rubric_core.models import resolve_model
+    from rubric_core.providers import resolve_model
 
     agent = resolve_model(
         spec.agent_model, role="agent", base_url=spec.base_url, api_key=spec.api_key

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.messages import is_grader_feedback
-from rubric_core.models import ReplayChatModel
+from rubric_core.providers import ReplayChatModel
 from rubric_core.runs.agents import build_agent, resolve_models, run_config
 from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
 from rubric_core.runs.handle import RunHandle

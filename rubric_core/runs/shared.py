@@ -122,7 +122,7 @@ _CACHE_LOCK = threading.Lock()
 
 
 def _per_thread(model: BaseChatModel) -> BaseChatModel:
-    from rubric_core.models import ReplayChatModel
+    from rubric_core.providers import ReplayChatModel
 
     if isinstance(model, ReplayChatModel):
         model.per_thread = True

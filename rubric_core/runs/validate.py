@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from rubric_core.models import ModelSpecError, resolve_model
+from rubric_core.providers import ModelSpecError, resolve_model
 from rubric_core.rubric import RubricError, validate_rubric
 from rubric_core.runs.shared import models_built
 from rubric_core.runs.spec import RunSpec, SpecError, check_static

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from rubric_core import config
+
 __all__ = [
     "DB_ENV_VAR",
     "DEFAULT_DB_NAME",
@@ -54,7 +56,7 @@ def redact_url(url: str) -> str:
 
 def default_db_target() -> str | Path:
     """`$RUBRIC_STUDIO_DB` as a URL (PostgreSQL) or a path (SQLite), else `./rubric_studio.db`."""
-    value = os.environ.get(DB_ENV_VAR, "").strip()
+    value = config.text(DB_ENV_VAR)
     if is_postgres_url(value):
         return value
     return Path(value).expanduser() if value else Path.cwd() / DEFAULT_DB_NAME
@@ -70,5 +72,5 @@ def default_db_path() -> Path:
         '/tmp/x.db'
         >>> del os.environ["RUBRIC_STUDIO_DB"]
     """
-    value = os.environ.get(DB_ENV_VAR, "").strip()
+    value = config.text(DB_ENV_VAR)
     return Path(value).expanduser() if value else Path.cwd() / DEFAULT_DB_NAME

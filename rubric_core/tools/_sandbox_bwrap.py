@@ -8,10 +8,12 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from rubric_core import config
 from rubric_core.tools._sandbox_exec import BOOTSTRAP_EXEC
 
-BWRAP_ENV = "RUBRIC_SANDBOX_BWRAP"
-"""Names the bubblewrap binary to use (default: `bwrap` on PATH, /usr/bin, /usr/local/bin)."""
+BWRAP_ENV = "RUBRIC_STUDIO_SANDBOX_BWRAP"
+"""Names the bubblewrap binary to use (default: `bwrap` on PATH, /usr/bin, /usr/local/bin);
+the older `RUBRIC_SANDBOX_BWRAP` still works, with a `DeprecationWarning`."""
 
 INSTALL_HINT = "apt-get install bubblewrap"
 
@@ -78,7 +80,7 @@ try:
 
 def find_bwrap() -> str | None:
     """The bubblewrap binary, or None when it is not installed."""
-    named = os.environ.get(BWRAP_ENV, "").strip()
+    named = config.text(BWRAP_ENV)
     if named:
         return named if os.access(named, os.X_OK) else None
     return shutil.which("bwrap") or shutil.which(

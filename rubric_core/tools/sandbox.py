@@ -8,7 +8,7 @@ wall clock, an allow-listed environment, and a Python audit hook as an early tri
 
 Without bubblewrap the sandbox refuses to run (`apt-get install bubblewrap`), unless
 the caller opts in to the weaker fences that came before it (`allow_weak_fences=True`
-or `RUBRIC_SANDBOX_ALLOW_WEAK=1`), which warns.
+or `RUBRIC_STUDIO_SANDBOX_ALLOW_WEAK=1`), which warns.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rubric_core import config as settings
 from rubric_core.tools import _sandbox_bwrap as bw
 from rubric_core.tools import _sandbox_weak as weak
 from rubric_core.tools._sandbox_guard import SITECUSTOMIZE
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 _UID_BASE = 1_700_000_000
 """Sandboxed processes run as a fresh uid from here on (root hosts only): one uid per
 run means the process-count limit is per run and every leftover process of the run
-can be found and killed by uid. `RUBRIC_SANDBOX_UID` fixes one uid instead (e.g. 65534)."""
+can be found and killed by uid. `RUBRIC_STUDIO_SANDBOX_UID` fixes one uid instead (e.g. 65534)."""
 
 _UID_SPAN = 1 << 24
 
@@ -48,8 +49,16 @@ _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 _CONCURRENCY = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
 """At most this many sandboxes run at once in one process; the rest queue."""
 
-ALLOW_WEAK_ENV = "RUBRIC_SANDBOX_ALLOW_WEAK"
-"""Set to 1 to allow the weaker fences where bubblewrap is missing (a warning is issued)."""
+ALLOW_WEAK_ENV = "RUBRIC_STUDIO_SANDBOX_ALLOW_WEAK"
+"""Set to 1 to allow the weaker fences where bubblewrap is missing (a warning is issued);
+the older `RUBRIC_STUDIO_SANDBOX_ALLOW_WEAK` still works, with a `DeprecationWarning`."""
+
+OLD_ALLOW_WEAK_ENV = "RUBRIC_SANDBOX_ALLOW_WEAK"
+"""Its older name, read with a `DeprecationWarning` and named in the refusal for those who
+set it before."""
+
+UID_ENV = "RUBRIC_STUDIO_SANDBOX_UID"
+NO_NAMESPACES_ENV = "RUBRIC_STUDIO_SANDBOX_NO_NAMESPACES"
 
 _MONITOR_INTERVAL_S = 0.1
 
@@ -190,9 +199,9 @@ def _kill_group(pgid: int) -> None:
 
 
 def _pick_uid() -> tuple[int, bool]:
-    fixed = os.environ.get("RUBRIC_SANDBOX_UID", "").strip()
-    if fixed:
-        return int(fixed), False
+    fixed = settings.integer(UID_ENV)
+    if fixed is not None:
+        return fixed, False
     return _UID_BASE + secrets.randbelow(_UID_SPAN), True
 
 
@@ -298,7 +307,7 @@ def _wait_watching(
 def _weak_allowed(allow_weak_fences: bool | None) -> bool:
     if allow_weak_fences is not None:
         return allow_weak_fences
-    return os.environ.get(ALLOW_WEAK_ENV, "").strip().lower() in ("1", "true", "yes")
+    return settings.flag(ALLOW_WEAK_ENV)
 
 
 def run_sandboxed(
@@ -322,20 +331,20 @@ def run_sandboxed(
     Everything is deleted afterwards.
 
     Without bubblewrap it refuses (`.error` says to `apt-get install bubblewrap`)
-    unless `allow_weak_fences` (or `RUBRIC_SANDBOX_ALLOW_WEAK=1`) opts in to the
+    unless `allow_weak_fences` (or `RUBRIC_STUDIO_SANDBOX_ALLOW_WEAK=1`) opts in to the
     fences that came before: a fresh uid in hand-made network and mount namespaces,
     which leave the host's files readable and its processes visible; it then warns.
 
-    Environment knobs: `RUBRIC_SANDBOX_UID` fixes the uid (default: a fresh one per
-    run); `RUBRIC_SANDBOX_BWRAP` names the bubblewrap binary;
-    `RUBRIC_SANDBOX_NO_NAMESPACES=1` skips the namespaces of the weak fences.
+    Environment knobs: `RUBRIC_STUDIO_SANDBOX_UID` fixes the uid (default: a fresh one per
+    run); `RUBRIC_STUDIO_SANDBOX_BWRAP` names the bubblewrap binary;
+    `RUBRIC_STUDIO_SANDBOX_NO_NAMESPACES=1` skips the namespaces of the weak fences.
 
     Args:
         args: Arguments after the interpreter, e.g. `["-m", "pytest", "-q"]`.
         files: Relative file names and their text, written into the directory.
         limits: Resource limits; `SandboxLimits()` when omitted.
         allow_weak_fences: Run with the weaker fences when bubblewrap is missing;
-            `None` reads `RUBRIC_SANDBOX_ALLOW_WEAK`.
+            `None` reads `RUBRIC_STUDIO_SANDBOX_ALLOW_WEAK`.
 
     Returns:
         A `SandboxResult`; failures to start are in `.error`, never raised.
@@ -351,7 +360,8 @@ def run_sandboxed(
                     "bubblewrap (bwrap) is not installed, and untrusted code runs only inside "
                     f"it: install it with `{bw.INSTALL_HINT}` (Debian/Ubuntu; the package is "
                     "`bubblewrap` elsewhere too), or opt in to weaker fences that leave the "
-                    f"host's files readable with {ALLOW_WEAK_ENV}=1"
+                    f"host's files readable with {ALLOW_WEAK_ENV}=1 (formerly "
+                    f"{OLD_ALLOW_WEAK_ENV}=1, still read)"
                 ),
             )
         warnings.warn(
@@ -548,7 +558,7 @@ def _prepare_weak(
         for path in (workdir, *workdir.rglob("*")):
             os.chown(path, uid, uid)
     config.update(
-        namespaces=uid is not None and not os.environ.get("RUBRIC_SANDBOX_NO_NAMESPACES"),
+        namespaces=uid is not None and not settings.text(NO_NAMESPACES_ENV),
         clone_flags=weak.CLONE_FLAGS,
         reveal=reveal,
         keep=weak.kept_in_private_tmp(str(root.resolve()), bw.needed_paths()),

@@ -46,7 +46,7 @@ class ModelsMode:
 
 
 def models_mode(key_status: Iterable[Mapping[str, Any]], base_url: str | None = None) -> ModelsMode:
-    """Describe which models can run, from `models.api_key_status()` and the base URL.
+    """Describe which models can run, from `providers.api_key_status()` and the base URL.
 
     Examples:
         >>> models_mode([{"provider": "openai", "configured": False}]).real

@@ -100,7 +100,7 @@ def resolve_rubric(store: Store, reference: str) -> dict[str, Any]:
 
 
 def _grader_factory(grader_model: str, base_url: str | None, api_key: str | None) -> GraderFactory:
-    from rubric_core.models import resolve_model
+    from rubric_core.providers import resolve_model
 
     def make() -> BaseChatModel:
         return resolve_model(grader_model, role="grader", base_url=base_url, api_key=api_key)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from rubric_core.export import EXPORT_COLUMNS
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.rubric import parse_rubric
 from rubric_core.runs import RunSpec, start_run
 from rubric_core.store import Store

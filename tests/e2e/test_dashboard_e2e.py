@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rubric_core.export import EXPORT_COLUMNS
-from rubric_core.models import load_scenario
+from rubric_core.providers import load_scenario
 from rubric_core.rubric import parse_rubric
 
 pytestmark = pytest.mark.e2e

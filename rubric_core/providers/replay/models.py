@@ -20,7 +20,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from rubric_core.messages import message_text
-from rubric_core.models.errors import ReplayExhaustedError
+from rubric_core.providers.errors import ReplayExhaustedError
 from rubric_core.schema import REPLAY_PREFIX
 
 ScriptedTurn = AIMessage | Callable[[list[BaseMessage]], AIMessage]

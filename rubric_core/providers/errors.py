@@ -1,4 +1,4 @@
-"""The exceptions of `rubric_core.models`: a bad model spec, and the replay models' own."""
+"""The exceptions of `rubric_core.providers`: a bad model spec, and the replay models' own."""
 
 from __future__ import annotations
 

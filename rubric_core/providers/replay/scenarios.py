@@ -15,18 +15,16 @@ import os
 import re
 from collections.abc import Callable
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from rubric_core.messages import message_text
-from rubric_core.models.errors import ModelSpecError, ScriptedGraderError
-from rubric_core.models.replay import tool_call_turn
+from rubric_core.providers.base import Role
+from rubric_core.providers.errors import ModelSpecError, ScriptedGraderError
+from rubric_core.providers.replay.models import tool_call_turn
 from rubric_core.rubric import parse_rubric
 from rubric_core.schema import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, REPLAY_PREFIX, GraderResponse
-
-Role = Literal["agent", "grader"]
-"""Which side of a scenario a replay model plays."""
 
 DEFAULT_REPLAY_SCENARIO = "find_duplicates"
 """The scenario `default_models` names when no API key is configured."""

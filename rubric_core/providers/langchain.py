@@ -1,0 +1,153 @@
+"""Every other provider `init_chat_model` knows (Google, Groq, Mistral, Bedrock, ...).
+
+One `LangChainProvider` per key of LangChain's built-in provider table, built by
+`init_chat_model` with a timeout and, for a grader, `max_retries=0`. Their quirk here is
+the verdict schema's dialect: LangChain's Google converters drop `prefixItems`, so for
+them the entries are repeated as an `anyOf` under `items` (the count, the names and the
+gaps still hold; the order is not forced).
+
+LangChain offers no public list of the providers `init_chat_model` knows: the table is
+read from `langchain.chat_models.base._BUILTIN_PROVIDERS`, here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from rubric_core import config
+from rubric_core.extras import MissingExtra
+from rubric_core.providers.base import BuildOptions, Provider
+from rubric_core.providers.errors import ModelSpecError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google_genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "azure_openai": ("AZURE_OPENAI_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "mistralai": ("MISTRAL_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "together": ("TOGETHER_API_KEY",),
+    "cohere": ("COHERE_API_KEY",),
+    "perplexity": ("PPLX_API_KEY", "PERPLEXITY_API_KEY"),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "upstage": ("UPSTAGE_API_KEY",),
+    "nvidia": ("NVIDIA_API_KEY",),
+}
+"""Environment variables holding each provider's API key (the first is the one we name).
+Providers missing here (ollama, bedrock, vertexai, ...) authenticate another way."""
+
+
+@functools.cache
+def builtin_packages() -> dict[str, str]:
+    """`init_chat_model`'s providers, each with the module its chat model comes from."""
+    from langchain.chat_models import base as chat_base
+
+    return {name: entry[0] for name, entry in sorted(chat_base._BUILTIN_PROVIDERS.items())}
+
+
+def env_key(variables: tuple[str, ...]) -> str | None:
+    """The first of `variables` set (non-blank) in the environment, or `None`."""
+    for var in variables:
+        value = config.text(var)
+        if value:
+            return value
+    return None
+
+
+def _google_dialect(schema: dict[str, Any]) -> dict[str, Any]:
+    criteria = schema["properties"]["criteria"]
+    entries = criteria["prefixItems"]
+    criteria["items"] = {"anyOf": [branch for e in entries for branch in e["anyOf"]]}
+    return schema
+
+
+class LangChainProvider(Provider):
+    """A provider `init_chat_model` builds; `package` is where its chat models live."""
+
+    def __init__(self, name: str, *, key_vars: tuple[str, ...] = (), package: str = "") -> None:
+        self.name = name
+        self.key_vars = key_vars
+        self.package = package.partition(".")[0]
+
+    def owns(self, model: object) -> bool:
+        return bool(self.package) and type(model).__module__.partition(".")[0] == self.package
+
+    def verdict_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self.package.startswith("langchain_google"):
+            return _google_dialect(schema)
+        return schema
+
+    def build(self, spec: str, model_id: str, options: BuildOptions) -> BaseChatModel:
+        from langchain.chat_models import init_chat_model
+
+        if not options.api_key and self.key_vars and not env_key(self.key_vars):
+            variables = " or ".join(self.key_vars)
+            msg = (
+                f"model {spec!r} needs an API key: set {variables} in the environment "
+                "(or pick a replay:<scenario> model to run offline)"
+            )
+            raise ModelSpecError(msg)
+        kwargs: dict[str, Any] = {"timeout": options.timeout_s}
+        if options.role == "grader":
+            kwargs["max_retries"] = 0  # the middleware retries transient grader failures itself
+        if options.api_key:
+            kwargs["api_key"] = options.api_key
+        try:
+            chat_model: BaseChatModel = init_chat_model(
+                model_id, model_provider=self.name, **kwargs
+            )
+            return chat_model
+        except ImportError as exc:
+            package = self.package.replace("_", "-") or self.name
+            msg = f"model provider {self.name!r} needs the package {package}: pip install {package}"
+            if self.name in ("openai", "anthropic"):  # extras of this distribution
+                msg = str(MissingExtra(package, self.name))
+            raise ModelSpecError(msg) from exc
+        except Exception as exc:
+            msg = f"could not create model {spec!r}: {type(exc).__name__}: {exc}"
+            raise ModelSpecError(msg) from exc
+
+
+_OUR_PREFIXES = frozenset({"replay", "openai-compatible"})
+"""Spec prefixes `resolve_model` knows and `init_chat_model` does not."""
+
+
+def model_from_spec(spec: str, *, timeout_s: float, parameter: str = "model") -> BaseChatModel:
+    """A LangChain `"provider:model-id"` string (what `init_chat_model` takes, a bare model
+    name too) as a chat model with a timeout and no client retries: a grader's model.
+
+    Touches no network, but checks what can be checked: the provider, the model id,
+    the provider's package and its credentials.
+
+    Raises:
+        ValueError: Naming `parameter` and what is wrong with the spec.
+    """
+    from langchain.chat_models import init_chat_model
+
+    text = spec.strip()
+    provider, sep, model_id = text.partition(":")
+    if sep and (not provider.strip() or not model_id.strip()):
+        msg = (
+            f"{parameter}={spec!r} is malformed: write provider:model-id, "
+            "e.g. openai:gpt-4.1-mini or anthropic:claude-haiku-4-5"
+        )
+        raise ValueError(msg)
+    try:
+        model: BaseChatModel = init_chat_model(text, timeout=timeout_s, max_retries=0)
+    except Exception as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"{parameter}={spec!r} cannot be used as a grader model: {detail.rstrip('.')}"
+        if provider.strip() in _OUR_PREFIXES:
+            msg += (
+                f"; {provider.strip()}: specs are Rubric Studio's, not LangChain's: pass "
+                f"rubric_core.providers.resolve_model({spec!r}, role='grader') instead"
+            )
+        raise ValueError(msg) from exc
+    return model

@@ -1,0 +1,40 @@
+"""The `replay` provider: models that replay scripted turns, and the bundled scenarios.
+
+- `models`: `ReplayChatModel` and its scenario flavour; they replay scripted turns and
+  are not language models.
+- `scenarios`: the bundled replay scenarios (`rubric_core/scenarios/*.json`): loading,
+  validating, and turning them into scripted turns.
+- `provider`: `ReplayProvider`, what `replay:<scenario>` specs resolve through.
+"""
+
+from __future__ import annotations
+
+from rubric_core.providers.replay.models import (
+    ReplayChatModel,
+    ScenarioReplayChatModel,
+    ScriptedTurn,
+    tool_call_turn,
+    verdict_turn,
+)
+from rubric_core.providers.replay.provider import ReplayProvider
+from rubric_core.providers.replay.scenarios import (
+    DEFAULT_REPLAY_SCENARIO,
+    last_fenced_block,
+    list_scenarios,
+    load_scenario,
+    scenario_turns,
+)
+
+__all__ = [
+    "DEFAULT_REPLAY_SCENARIO",
+    "ReplayChatModel",
+    "ReplayProvider",
+    "ScenarioReplayChatModel",
+    "ScriptedTurn",
+    "last_fenced_block",
+    "list_scenarios",
+    "load_scenario",
+    "scenario_turns",
+    "tool_call_turn",
+    "verdict_turn",
+]
