@@ -13,6 +13,7 @@ from app_widgets.review import point_review_at
 from app_widgets.session import run_registry
 from app_widgets.store import STORE_ERRORS, show_store_error
 from rubric_core.errors import InputError
+from rubric_core.runs.background import batch_progress
 from rubric_core.store import Store
 from rubric_core.ui import one_line, pass_rate_figure, progress, spec_error_hint
 from rubric_core.ui.settings import MAX_CONCURRENCY, TOOL_NAMES
@@ -22,7 +23,6 @@ __all__ = ["graded_batch_form"]
 
 def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     """The Batch page's grade-only mode: upload input/output rows, grade them, watch."""
-    from rubric_core.runs.background import batch_progress  # to go: rubric_core.workbench
     from rubric_core.runs.batch import summary_for_batch
     from rubric_core.runs.datasets import load_graded_upload
     from rubric_core.runs.grade import start_graded_batch

@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from rubric_core.runs.background import RunRegistry  # to go: rubric_core.workbench
+from rubric_core.runs.background import RunRegistry
 
 __all__ = ["PERSIST", "regrade_jobs", "run_registry"]
 
