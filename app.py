@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from rubric_core import config
-from rubric_core.extras import MissingExtra
+import streamlit as st
 
-try:
-    import streamlit as st
-except ModuleNotFoundError as exc:  # the core install has no dashboard
-    raise MissingExtra("streamlit", "dashboard") from exc
-
-from rubric_core.providers import api_key_status
-from rubric_core.schema import BASE_URL_ENV
-from rubric_core.ui import models_mode
-from studio_ui import db_label, get_store, run_registry, store_guard
+from app_widgets.session import run_registry
+from app_widgets.store import db_label, get_store, store_guard
+from rubric_core.ui.models import configured_models_mode
 
 st.set_page_config(page_title="Rubric Studio", page_icon="⚖️", layout="wide")
 
@@ -43,7 +36,7 @@ page = st.navigation(PAGES)
 with st.sidebar:
     st.caption("Database")
     st.code(db_label(), language=None, wrap_lines=True)
-    mode = models_mode(api_key_status(), config.text(BASE_URL_ENV))
+    mode = configured_models_mode()
     st.caption("Models")
     if mode.real:
         st.success(mode.summary, icon=":material/key:")

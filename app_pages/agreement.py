@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_widgets.review import review_scope
+from app_widgets.store import STORE_ERRORS, get_store
 from rubric_core.errors import InputError
 from rubric_core.ui import (
     confusion_rows,
@@ -15,7 +17,6 @@ from rubric_core.ui import (
     md_escape,
 )
 from rubric_core.workbench.agreement import agreement_between, agreement_with_labels
-from studio_ui import STORE_ERRORS, get_store, review_scope
 
 DISAGREEMENTS_SHOWN = 50
 

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.batch import format_rate, summary_for_batch
-from rubric_core.batch.ray_cluster import RayUnavailable, configured_ray_address, offered_executors
-from rubric_core.providers import DEFAULT_REPLAY_SCENARIO, list_scenarios
-from rubric_core.runs import RunSpec, SpecError
-from rubric_core.schema import (
-    DEFAULT_MAX_ITERATIONS,
-    KEEP_CHOICES,
-    MAX_CONCURRENCY,
-    MAX_ITERATIONS_LIMIT,
-)
-from rubric_core.tools import TOOL_NAMES
+from app_widgets.graded_batch import graded_batch_form
+from app_widgets.model_pickers import agent_and_grader_pickers
+from app_widgets.pickers import rubric_version_picker
+from app_widgets.run_detail import rubric_criteria
+from app_widgets.run_form import fill_run_form, scenario_loader
+from app_widgets.session import run_registry
+from app_widgets.store import STORE_ERRORS, db_label, get_store, show_store_error
 from rubric_core.ui import (
     InputError,
     batch_choice_label,
@@ -36,19 +32,26 @@ from rubric_core.ui import (
     store_error_message,
 )
 from rubric_core.ui.forms import scenario_form
-from rubric_core.workbench import DatasetError, batch_progress, load_upload, start_batch
-from studio_ui import (
-    STORE_ERRORS,
-    agent_and_grader_pickers,
-    db_label,
-    fill_run_form,
-    get_store,
-    graded_batch_form,
-    rubric_criteria,
-    rubric_version_picker,
-    run_registry,
-    scenario_loader,
-    show_store_error,
+from rubric_core.ui.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.ui.settings import (
+    DEFAULT_MAX_ITERATIONS,
+    KEEP_CHOICES,
+    MAX_CONCURRENCY,
+    MAX_ITERATIONS_LIMIT,
+    TOOL_NAMES,
+)
+from rubric_core.workbench import (
+    DatasetError,
+    RayUnavailable,
+    RunSpec,
+    SpecError,
+    batch_progress,
+    configured_ray_address,
+    format_rate,
+    load_upload,
+    offered_executors,
+    start_batch,
+    summary_for_batch,
 )
 
 BATCH_POLL_S = 1.0

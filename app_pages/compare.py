@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_widgets.display import show_plain, show_status
+from app_widgets.run_detail import rubric_criteria
+from app_widgets.store import get_store
 from rubric_core.ui import (
     compare_runs_rows,
     draft_diff,
@@ -14,7 +17,6 @@ from rubric_core.ui import (
     run_label,
     status_badge,
 )
-from studio_ui import get_store, rubric_criteria, show_plain, show_status
 
 RECENT_RUNS = 200
 

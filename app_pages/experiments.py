@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_widgets.model_pickers import model_picker
+from app_widgets.pickers import rubric_version_picker, run_filter_widgets
+from app_widgets.session import regrade_jobs
+from app_widgets.store import STORE_ERRORS, get_store, show_store_error
 from rubric_core.errors import InputError
-from rubric_core.providers import DEFAULT_REPLAY_SCENARIO, list_scenarios
-from rubric_core.schema import MAX_CONCURRENCY
-from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
     batch_options,
     change_mark,
@@ -23,17 +24,10 @@ from rubric_core.ui import (
     progress,
     verdict_mark,
 )
+from rubric_core.ui.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.ui.settings import MAX_CONCURRENCY, TOOL_NAMES
 from rubric_core.workbench.agreement import compare_stored_experiments
 from rubric_core.workbench.regrade import start_regrade
-from studio_ui import (
-    STORE_ERRORS,
-    get_store,
-    model_picker,
-    regrade_jobs,
-    rubric_version_picker,
-    run_filter_widgets,
-    show_store_error,
-)
 
 POLL_S = 1.0
 FLIPS_SHOWN = 50

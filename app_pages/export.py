@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.export import DATASETS, EXPORT_COLUMNS
+from app_widgets.pickers import run_filter_widgets
+from app_widgets.store import get_store
 from rubric_core.ui import export_bytes, export_file_name, preview_rows
-from studio_ui import get_store, run_filter_widgets
+from rubric_core.ui.export import DATASETS, EXPORT_COLUMNS
 
 PREVIEW_ROWS = 20
 DATASET_HELP = {

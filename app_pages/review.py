@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_widgets.display import show_plain
+from app_widgets.review import review_scope, reviewer_input
+from app_widgets.run_detail import render_transcript
+from app_widgets.store import STORE_ERRORS, get_store
 from rubric_core.ui import (
     HUMAN_CHOICES,
     REVIEW_SHORTCUTS,
@@ -24,14 +28,6 @@ from rubric_core.ui import (
     review_caption,
     review_rows,
     status_badge,
-)
-from studio_ui import (
-    STORE_ERRORS,
-    get_store,
-    render_transcript,
-    review_scope,
-    reviewer_input,
-    show_plain,
 )
 
 store = get_store()

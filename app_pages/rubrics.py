@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.providers import list_scenarios, load_scenario
-from rubric_core.rubric import (
-    RubricError,
-    criteria_from_healthbench,
-    tool_warnings,
-    validate_rubric,
-)
-from rubric_core.runs import SpecError, start_run
-from rubric_core.tools import TOOL_NAMES
+from app_widgets.run_form import fill_run_form
+from app_widgets.session import PERSIST, run_registry
+from app_widgets.store import STORE_ERRORS, get_store, show_store_error
 from rubric_core.ui import (
     RUBRIC_TEMPLATES,
     criteria_changes,
@@ -24,14 +18,15 @@ from rubric_core.ui import (
     version_label,
 )
 from rubric_core.ui.forms import DEMO_LATENCY_S, DEMO_SCENARIO, scenario_form
-from studio_ui import (
-    PERSIST,
-    STORE_ERRORS,
-    fill_run_form,
-    get_store,
-    run_registry,
-    show_store_error,
+from rubric_core.ui.models import list_scenarios, load_scenario
+from rubric_core.ui.rubrics import (
+    RubricError,
+    criteria_from_healthbench,
+    tool_warnings,
+    validate_rubric,
 )
+from rubric_core.ui.settings import TOOL_NAMES
+from rubric_core.workbench import SpecError, start_run
 
 NEW = "+ New rubric"
 # The editor's fields: emptied for a new rubric, so nothing of the previous one is saved on it.

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.providers import DEFAULT_REPLAY_SCENARIO, list_scenarios
-from rubric_core.runs import RunSpec, SpecError, start_run
-from rubric_core.schema import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, KEEP_CHOICES, REPLAY_PREFIX
+from app_widgets.display import show_plain
+from app_widgets.grade_output import grade_output_form
+from app_widgets.model_pickers import agent_and_grader_pickers
+from app_widgets.pickers import rubric_version_picker
+from app_widgets.run_detail import render_passes, render_run_overview
+from app_widgets.run_form import fill_run_form, scenario_loader
+from app_widgets.session import PERSIST, run_registry
+from app_widgets.store import STORE_ERRORS, get_store, show_store_error
 from rubric_core.store import StoreError
-from rubric_core.tools import TOOL_NAMES
 from rubric_core.ui import (
     InputError,
     combine_models,
@@ -23,21 +27,9 @@ from rubric_core.ui.forms import (
     scenario_for_rubric,
     scenario_form,
 )
-from studio_ui import (
-    PERSIST,
-    STORE_ERRORS,
-    agent_and_grader_pickers,
-    fill_run_form,
-    get_store,
-    grade_output_form,
-    render_passes,
-    render_run_overview,
-    rubric_version_picker,
-    run_registry,
-    scenario_loader,
-    show_plain,
-    show_store_error,
-)
+from rubric_core.ui.models import DEFAULT_REPLAY_SCENARIO, REPLAY_PREFIX, list_scenarios
+from rubric_core.ui.settings import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, KEEP_CHOICES, TOOL_NAMES
+from rubric_core.workbench import RunSpec, SpecError, start_run
 
 LIVE_POLL_S = 1.0
 REPLAY_ROLES = ("agent_model", "grader_model")

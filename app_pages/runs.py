@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.store import StoreError
+from app_widgets.display import show_plain
+from app_widgets.pickers import run_filter_widgets
+from app_widgets.run_detail import render_passes, render_run_overview, render_transcript
+from app_widgets.store import STORE_ERRORS, cached_pass_rates, get_store, show_store_error
+from rubric_core.store import Store, StoreError
 from rubric_core.ui import (
     DEFAULT_PAGE_SIZE,
     page_caption,
@@ -13,15 +17,9 @@ from rubric_core.ui import (
     page_window,
     parse_id_param,
     pass_rate_figure,
+    rubric_label,
+    run_spec_rows,
     runs_table,
-)
-from studio_ui import (
-    STORE_ERRORS,
-    cached_pass_rates,
-    get_store,
-    render_run_detail,
-    run_filter_widgets,
-    show_store_error,
 )
 
 LIVE_POLL_S = 1.0
@@ -97,6 +95,25 @@ except StoreError as exc:
         icon=":material/search_off:",
     )
     st.stop()
+
+
+def render_run_detail(store: Store, run_id: int, *, key: str) -> None:
+    """A stored run's page: overview, passes, transcript, final output and its spec."""
+    run = store.get_run(run_id)
+    evaluations = store.run_evaluations(run_id)
+    st.subheader(f"Run #{run_id} · {rubric_label(run)}")
+    render_run_overview(store, run, evaluations, key=key)
+    passes, transcript, output, spec = st.tabs(["Passes", "Transcript", "Final output", "Spec"])
+    with passes:
+        render_passes(evaluations, running=run["status"] == "running")
+    with transcript:
+        render_transcript(store, run_id)
+    with output:
+        show_plain(run.get("final_output"), empty="(no final output stored)")
+    with spec:
+        st.dataframe(run_spec_rows(run), hide_index=True)
+        st.caption("Input")
+        show_plain(run.get("input"))
 
 
 @st.fragment(run_every=LIVE_POLL_S if running_now else None)

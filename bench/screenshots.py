@@ -1,6 +1,6 @@
 """Screenshots of every dashboard page at 1440 and 1024 px, on a store seeded offline.
 
-    python bench/screenshots.py [--out artifacts/screenshots/pages] [--db PATH]
+    python bench/screenshots.py [--out artifacts/screenshots/pages] [--db PATH] [--port N]
 
 The store is filled through the CLI with the bundled replay scenarios (scripted turns,
 not language models), then `streamlit run app.py` is started on a free loopback port and
@@ -72,6 +72,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "artifacts" / "screenshots" / "pages")
     parser.add_argument("--db", type=Path, default=None, help="an existing store to show")
+    parser.add_argument(
+        "--port", type=int, default=None, help="the server's port (else a free one)"
+    )
     args = parser.parse_args()
     args.out = args.out.resolve()
     executable = chromium_executable()
@@ -85,7 +88,7 @@ def main() -> int:
         db = args.db or Path(folder) / "studio.db"
         if args.db is None:
             seed(db)
-        port = _free_port()
+        port = args.port or _free_port()
         env = {"RUBRIC_STUDIO_DB": str(db), "PYTHONUNBUFFERED": "1"}
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),

@@ -324,3 +324,56 @@ def test_no_rubric_core_module_imports_streamlit() -> None:
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert completed.stdout.strip() == "[]"
+
+
+# The dashboard's seam: app.py, app_pages/ and app_widgets/ reach the library through its
+# presentation layer, the store's public names and the errors, never through its insides.
+DASHBOARD_ALLOWED = ("rubric_core.ui", "rubric_core.errors", "rubric_core.workbench")
+DASHBOARD_LINES = {"app_pages": 450, "app_widgets": 300, ".": 450}
+"""Longest file of each dashboard folder (app.py counts as a page)."""
+
+
+def _dashboard_files() -> list[Path]:
+    return [
+        ROOT / "app.py",
+        *sorted((ROOT / "app_pages").glob("*.py")),
+        *sorted((ROOT / "app_widgets").glob("*.py")),
+    ]
+
+
+def _all_imports(path: Path) -> set[str]:
+    """What a file imports, lazy imports too: `module` of an import, `module.name` of a
+    from-import (`from rubric_core import ui` is `rubric_core.ui`)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _dashboard_may_import(name: str) -> bool:
+    from rubric_core import store
+
+    if name in ("rubric_core.store", *(f"rubric_core.store.{n}" for n in store.__all__)):
+        return True
+    return any(name == allowed or name.startswith(f"{allowed}.") for allowed in DASHBOARD_ALLOWED)
+
+
+def test_dashboard_reaches_the_library_through_its_seam() -> None:
+    wrong = []
+    for path in _dashboard_files():
+        where = path.relative_to(ROOT)
+        for name in sorted(_all_imports(path)):
+            if name == "sqlite3" or name.startswith("sqlite3."):
+                wrong.append(f"{where} imports {name} (the store owns the database)")
+            elif (name == "rubric_core" or name.startswith("rubric_core.")) and not (
+                _dashboard_may_import(name)
+            ):
+                wrong.append(f"{where} imports {name}: take it from a rubric_core.ui module")
+        count = len(path.read_text(encoding="utf-8").splitlines())
+        limit = DASHBOARD_LINES[path.parent.name if path.parent != ROOT else "."]
+        if count > limit:
+            wrong.append(f"{where} has {count} lines, over {limit}: split it along its concepts")
+    assert not wrong, "the dashboard past its seam:\n" + "\n".join(wrong)

@@ -56,7 +56,7 @@ def _charts(at: AppTest) -> list[dict[str, Any]]:
 
 def _launch_replay_run(at: AppTest, scenario: str = SCENARIO) -> int:
     """Load a replay scenario on the Run page, launch it, wait for it, redraw; returns its id."""
-    from studio_ui import run_registry
+    from app_widgets.session import run_registry
 
     _page(at, "run")
     at.selectbox(key="run_scenario_helper").set_value(scenario)
@@ -164,7 +164,7 @@ def test_run_page_launches_a_replay_run_and_shows_its_passes(app: AppTest) -> No
 
 
 def test_run_keeps_going_across_pages_and_can_be_stopped(app: AppTest) -> None:
-    from studio_ui import run_registry
+    from app_widgets.session import run_registry
 
     _page(app, "run")
     app.selectbox(key="run_scenario_helper").set_value("max_iterations")
@@ -417,8 +417,8 @@ def test_export_page_previews_rows_and_offers_downloads(app: AppTest) -> None:
 
 
 def test_batch_page_runs_a_dataset_and_summarises_it(app: AppTest) -> None:
+    from app_widgets.session import run_registry
     from rubric_core.providers import load_scenario
-    from studio_ui import run_registry
 
     scenario = load_scenario("satisfied_first_try")
     _page(app, "run")  # load the scenario's rubric through the Run page's helper
@@ -461,7 +461,7 @@ def test_batch_page_bad_dataset_is_explained_in_place(app: AppTest) -> None:
 
 def _batch_from_scenario(app: AppTest, scenario: str = "satisfied_first_try") -> str:
     """Load a scenario on the Batch page, launch its demo dataset, wait; returns the batch id."""
-    from studio_ui import run_registry
+    from app_widgets.session import run_registry
 
     _page(app, "batch")
     app.selectbox(key="batch_scenario_helper").set_value(scenario)
@@ -648,7 +648,7 @@ def test_rubrics_bad_weight_is_an_error_naming_the_line(app: AppTest) -> None:
 
 
 def test_run_page_keep_best_shows_scores_and_regressions(app: AppTest) -> None:
-    from studio_ui import run_registry
+    from app_widgets.session import run_registry
 
     _page(app, "run")
     app.selectbox(key="run_scenario_helper").set_value("release_note_regression")
@@ -830,7 +830,7 @@ def _load_bottle_rubric(app: AppTest) -> None:
 def test_batch_page_grades_uploaded_outputs_and_keeps_their_labels(
     app: AppTest, db_path: Path
 ) -> None:
-    from studio_ui import run_registry
+    from app_widgets.session import run_registry
 
     _load_bottle_rubric(app)
     _page(app, "batch")
@@ -900,8 +900,8 @@ def test_run_page_human_grader_drives_the_pass_and_becomes_labels(
 
 
 def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_path: Path) -> None:
+    from app_widgets.session import regrade_jobs
     from rubric_core.workbench.grade import grade_outputs
-    from studio_ui import regrade_jobs
 
     _load_bottle_rubric(app)
     with Store(db_path) as store:

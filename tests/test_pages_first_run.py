@@ -64,7 +64,7 @@ def _save(
 
 
 def test_try_it_runs_the_demo_slowly_and_opens_the_run_page_to_watch_it(app: AppTest) -> None:
-    from studio_ui import run_registry
+    from app_widgets.session import run_registry
 
     landing = " ".join(m.value for m in app.markdown)
     assert "replay scripted responses" in landing and "not language models" in landing
@@ -123,7 +123,7 @@ def test_replay_models_are_not_launched_on_a_rubric_of_another_scenario(
 def test_a_scenario_rubric_under_another_name_offers_its_scenario_and_then_launches(
     app: AppTest, db_path: Path
 ) -> None:
-    from studio_ui import run_registry
+    from app_widgets.session import run_registry
 
     _seed_rubric(db_path, "mine", load_scenario(SCENARIO)["rubric"])
     _page(app, "run")

@@ -1,15 +1,17 @@
 """Streamlit-free presentation for the dashboard: labels, tables, filters, model choices, figures.
 
-The pages in `app_pages/` (and `studio_ui.py`) hold widgets and layout; everything they
+The pages in `app_pages/` (and `app_widgets/`) hold widgets and layout; everything they
 compute comes from here, as plain functions tested without Streamlit. Nothing else in
 `rubric_core` imports this package: it sits on top of the library, next to the CLI.
 
 Modules: `status` (badges and meanings), `format` (timestamps, one-line text, paging),
-`filters` (the run filters), `models` (model pickers), `scenario_check` (does a replay
-scenario fit the run about to launch), `rubrics` (templates, versions), `runs` (tables,
-labels, transcripts), `batches` (a batch input by input), `passes` (per-pass analysis),
-`review` (the review queue), `agreement` (agreement and comparison tables), `export`
-(preview and download), `charts` (Plotly figures), `errors` (store faults).
+`filters` (the run filters), `models` (model pickers, the bundled scenarios, which models
+the environment offers), `settings` (the forms' choices and caps), `scenario_check` (does
+a replay scenario fit the run about to launch), `rubrics` (templates, versions, rubric
+validation), `runs` (tables, labels, transcripts), `batches` (a batch input by input),
+`passes` (per-pass analysis), `review` (the review queue), `agreement` (agreement and
+comparison tables), `export` (datasets, preview and download), `charts` (Plotly figures),
+`errors` (store faults, the database's label).
 """
 
 from __future__ import annotations

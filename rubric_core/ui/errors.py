@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import os
 
-from rubric_core.store import StoreError
+from rubric_core.store import STORE_FAULTS, StoreError
+from rubric_core.store.paths import redact_url
 
-__all__ = ["store_error_message"]
+__all__ = ["STORE_ERRORS", "database_label", "store_error_message"]
+
+STORE_ERRORS: tuple[type[BaseException], ...] = STORE_FAULTS
+"""What a page catches around store calls: shown with `store_error_message`, never as a traceback."""
+
+
+def database_label(target: str) -> str:
+    """A database as the pages name it: a file path as it is, a URL with its password as ***.
+
+    Examples:
+        >>> database_label("studio.db")
+        'studio.db'
+    """
+    return redact_url(target)
+
 
 _WORDS_BY_KIND: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("read_only", ("readonly", "read-only", "permission denied")),

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.export import iter_rows, open_export
+from rubric_core.export import DATASETS, EXPORT_COLUMNS, iter_rows, open_export
 from rubric_core.ui.format import one_line
 
 if TYPE_CHECKING:
     from rubric_core.store import RunFilters, Store
 
-__all__ = ["export_bytes", "export_file_name", "preview_rows"]
+__all__ = ["DATASETS", "EXPORT_COLUMNS", "export_bytes", "export_file_name", "preview_rows"]
 
 
 def preview_rows(

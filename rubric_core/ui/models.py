@@ -6,15 +6,28 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rubric_core import config
 from rubric_core.errors import InputError
+from rubric_core.providers import (
+    DEFAULT_REPLAY_SCENARIO,
+    api_key_status,
+    list_scenarios,
+    load_scenario,
+)
 from rubric_core.rubric import parse_rubric
-from rubric_core.schema import REPLAY_PREFIX
+from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, REPLAY_PREFIX
 
 __all__ = [
+    "DEFAULT_REPLAY_SCENARIO",
     "MAX_REPLAY_LATENCY_S",
     "MODEL_SOURCES",
+    "REPLAY_PREFIX",
     "ModelsMode",
+    "base_url_presets",
     "combine_models",
+    "configured_models_mode",
+    "list_scenarios",
+    "load_scenario",
     "matching_scenario",
     "model_choice",
     "models_mode",
@@ -68,6 +81,16 @@ def models_mode(key_status: Iterable[Mapping[str, Any]], base_url: str | None = 
         "Put API keys in .streamlit/secrets.toml to use real models."
     )
     return ModelsMode(False, (), None, summary)
+
+
+def configured_models_mode() -> ModelsMode:
+    """`models_mode` of this process: its providers' API keys and `$RUBRIC_STUDIO_LLM_BASE_URL`."""
+    return models_mode(api_key_status(), config.text(BASE_URL_ENV) or None)
+
+
+def base_url_presets() -> tuple[str, str]:
+    """The base-URL fields' presets, `(base_url, model_name)`, from the environment (or empty)."""
+    return config.text(BASE_URL_ENV), config.text(MODEL_ENV)
 
 
 MAX_REPLAY_LATENCY_S = 60.0

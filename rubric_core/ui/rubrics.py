@@ -5,16 +5,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rubric_core.rubric import CriterionSpec, RubricError, validate_criteria
+from rubric_core.rubric import (
+    CriterionSpec,
+    RubricError,
+    criteria_from_healthbench,
+    tool_warnings,
+    validate_criteria,
+    validate_rubric,
+)
 from rubric_core.ui.format import format_timestamp
 from rubric_core.ui.passes import draft_diff
 
 __all__ = [
     "RUBRIC_TEMPLATES",
+    "RubricError",
     "criteria_changes",
+    "criteria_from_healthbench",
     "criteria_preview",
     "parse_tags",
     "scenario_templates",
+    "tool_warnings",
+    "validate_rubric",
     "version_diff",
     "version_label",
 ]

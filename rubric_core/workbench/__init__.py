@@ -9,10 +9,24 @@ The modules, lowest first (each imports only those before it):
 - `regrade`: stored drafts graded again with other settings, stored as an experiment.
 - `agreement`: a judge or an experiment against human labels or each other, from the
   store; the labels CSV import.
+
+It is also the one front of the run and batch services for the dashboard and the CLI:
+starting a run (`RunSpec`, `start_run`, `SpecError`) and a batch's summary and executors
+are re-exported here from `rubric_core.runs` and `rubric_core.batch`, so a page imports
+`rubric_core.ui`, `rubric_core.workbench` and the store, and nothing deeper.
 """
 
 from __future__ import annotations
 
+from rubric_core.batch import (
+    EXECUTORS,
+    BatchSummary,
+    RayUnavailable,
+    format_rate,
+    summary_for_batch,
+)
+from rubric_core.batch.ray_cluster import configured_ray_address, offered_executors
+from rubric_core.runs import RunHandle, RunSpec, SpecError, resume_run, spec_from_run, start_run
 from rubric_core.workbench.agreement import (
     NoLabelsError,
     agreement_between,
@@ -52,21 +66,29 @@ from rubric_core.workbench.regrade import (
 
 __all__ = [
     "DATASET_SUFFIXES",
+    "EXECUTORS",
     "BatchJob",
+    "BatchSummary",
     "DatasetError",
     "GradeSummary",
     "GradedRow",
     "GradingError",
     "NoLabelsError",
+    "RayUnavailable",
     "RegradeError",
     "RegradeJob",
     "RegradeResult",
+    "RunHandle",
     "RunRegistry",
+    "RunSpec",
+    "SpecError",
     "agreement_between",
     "agreement_with_labels",
     "batch_progress",
     "compare_stored_experiments",
+    "configured_ray_address",
     "experiment_consistency",
+    "format_rate",
     "grade_by_person",
     "grade_file",
     "grade_one",
@@ -77,9 +99,14 @@ __all__ = [
     "load_graded_upload",
     "load_upload",
     "next_unlabelled",
+    "offered_executors",
     "regrade",
     "resolve_rubric",
+    "resume_run",
+    "spec_from_run",
     "start_batch",
     "start_graded_batch",
     "start_regrade",
+    "start_run",
+    "summary_for_batch",
 ]

@@ -1,0 +1,14 @@
+"""Streamlit widgets the dashboard's pages share, one concept per module.
+
+`store` (the session's store, its faults shown in place), `session` (values kept across
+pages, this process's runs and re-grade jobs), `display` (a status, plain text), `pickers`
+(a rubric version, run filters), `model_pickers` (the models of a run or grading),
+`run_form` (the Run and Batch form filled from a scenario), `run_detail` (one run drawn:
+overview, passes, transcript), `review` (reviewer and review scope), and two forms that
+sit beside the one page using them because that page would grow too long with them in it:
+`grade_output` (Run) and `graded_batch` (Batch).
+
+Like the pages, these modules import from `rubric_core.ui` (everything computed, plain
+functions), the store's public names and `rubric_core.errors`; `tests/test_layering.py`
+holds them to that and to 300 lines each.
+"""

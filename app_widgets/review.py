@@ -1,0 +1,67 @@
+"""Who reviews and what: the reviewer's name, the rubric version and batch under review."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_widgets.pickers import rubric_version_picker
+from rubric_core.store import RunFilters, Store
+from rubric_core.ui import ANY, batch_options
+
+__all__ = ["REVIEWER_KEY", "point_review_at", "review_scope", "reviewer_input"]
+
+
+REVIEWER_KEY = "reviewer_name"
+"""Session key of the reviewer's name: kept for the whole session, whichever page is open."""
+
+
+def reviewer_input(*, key: str) -> str:
+    """The reviewer's name, remembered in the session across pages (widget keys are not)."""
+
+    def _keep() -> None:
+        st.session_state[REVIEWER_KEY] = st.session_state[key].strip()
+
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get(REVIEWER_KEY, "")
+    st.text_input(
+        "Your name (reviewer)",
+        key=key,
+        on_change=_keep,
+        placeholder="e.g. ana",
+        help="Stored with every label you give; remembered while this browser tab is open.",
+    )
+    return str(st.session_state.get(key) or "").strip()
+
+
+def review_scope(store: Store, *, key: str) -> tuple[dict, RunFilters] | None:
+    """Pick a rubric version and, optionally, one batch of its runs; `None` if none is stored."""
+    for rubric in store.list_rubrics():
+        # Start each rubric on its newest version that has runs (a new version has none yet),
+        # looked up once per session: later reruns (each label saved) keep the choice.
+        version_key = f"{key}_version_{rubric['name']}"
+        if version_key in st.session_state:
+            continue
+        versions = store.rubric_versions(rubric["name"])
+        graded = [v for v in versions if store.list_runs(version_id=int(v["id"]), limit=1)]
+        st.session_state[version_key] = (graded or versions)[-1]["id"]
+    version = rubric_version_picker(store, key=key)
+    if version is None:
+        return None
+    runs = store.list_runs(version_id=int(version["id"]), limit=500)
+    batches = batch_options(runs)
+    chosen = st.selectbox(
+        "Runs",
+        [ANY, *batches],
+        format_func=lambda b: "every run of this version" if b == ANY else f"batch {b}",
+        key=f"{key}_batch_{version['id']}",
+    )
+    filters = RunFilters(version_id=int(version["id"]), batch_id=None if chosen == ANY else chosen)
+    return version, filters
+
+
+def point_review_at(version: dict, batch_id: str | None) -> None:
+    """Preselect a rubric version (and batch) for the Review and Agreement pages."""
+    for key in ("review", "agree"):
+        st.session_state[f"{key}_rubric"] = version["name"]
+        st.session_state[f"{key}_version_{version['name']}"] = version["id"]
+        st.session_state[f"{key}_batch_{version['id']}"] = batch_id or ANY
