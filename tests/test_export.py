@@ -104,17 +104,17 @@ def test_criteria_csv_cells_exact_and_formulas_neutralised(store, seeded):
         "grader_output_tokens": "3",
         "duration_s": "0.5",
         "started_at": "2023-11-14T22:13:20.000000+00:00",
-        # issue 10: weight and checked_by per criterion, the pass's score (none recorded)
+        # weight and checked_by per criterion, the pass's score (none recorded)
         "weight": "1",
         "checked_by": "",
         "score": "",
-        # issue 9: the pass, insufficient evidence and the human label beside `passed`
+        # the pass, insufficient evidence and the human label beside `passed`
         "evaluation_id": failing["evaluation_id"],
         "insufficient": "false",
         "human_passed": "",
         "reviewer": "",
         "label_note": "",
-        # issue 13: the run's own final status and the draft this pass judged
+        # the run's own final status and the draft this pass judged
         "run_status": "satisfied",
         "draft": "A draft answer.",
     }
@@ -225,7 +225,7 @@ def test_empty_store_exports_header_only(store):
     ("cell", "expected"),
     [
         ("=1+1", "'=1+1"),
-        # issue 14: a plain number is a number to a spreadsheet, not a formula; keep it
+        # a plain number is a number to a spreadsheet, not a formula; keep it
         ("+1", "+1"),
         ("-1", "-1"),
         ("@A1", "'@A1"),
@@ -254,7 +254,7 @@ def test_export_streams_many_rows_in_chunks(store, new_run, make_evaluation):
     assert len(rows) == 1 + 40 * 60
 
 
-# --------------------------------------------------------------------------- issues 12-14
+# --------------------------------------------------------------------------- fast path, rows, cells
 
 
 LOOKALIKE_CELLS = [
@@ -336,7 +336,7 @@ def complete(store, new_run, make_evaluation):
 
 
 def test_criteria_csv_bytes_match_the_reference_export(store, complete):
-    """Issue 12: the fast export writes exactly what the slow csv.writer path writes."""
+    """The fast export writes exactly what the slow csv.writer path writes."""
     from tests.export_reference import reference_criteria_csv
 
     expected = io.StringIO(newline="")
@@ -351,7 +351,7 @@ def test_criteria_csv_bytes_match_the_reference_export(store, complete):
 
 
 def test_criteria_rows_carry_run_status_draft_and_grader_errors(store, complete):
-    """Issue 13: each row says how its run ended and what it judged; a broken pass is a row."""
+    """Each row says how its run ended and what it judged; a broken pass is a row."""
     header, *rows = _csv(store)
     table = [dict(zip(header, row, strict=True)) for row in rows]
     revised = [r for r in table if r["run_id"] == str(complete["revised"])]
@@ -454,7 +454,7 @@ def hostile(store, new_run, make_evaluation):
 
 
 def test_criteria_csv_bytes_match_the_reference_on_hostile_cells(store, hostile):
-    """Issue 12: every kind of cell (NUL, line breaks, quotes, formulas, look-alikes,
+    """Every kind of cell (NUL, line breaks, quotes, formulas, look-alikes,
     unicode, labels, code checks) is written as the slow csv.writer path writes it."""
     from tests.export_reference import reference_criteria_csv
 

@@ -153,7 +153,7 @@ def test_run_page_launches_a_replay_run_and_shows_its_passes(app: AppTest) -> No
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Grading passes"] == "2 / 3"
     timeline, heatmap = _charts(app)[:2]
-    # Bars of criteria passed per pass, one trace per verdict, and the score line (issue 13).
+    # Bars of criteria passed per pass, one trace per verdict, and the score line.
     bars = [trace for trace in timeline["data"] if trace["type"] == "bar"]
     assert [bar["name"] for bar in bars] == ["needs_revision", "satisfied"]
     assert [trace["name"] for trace in timeline["data"] if trace["type"] == "scatter"] == ["score"]
@@ -486,7 +486,7 @@ def test_batch_page_scenario_loader_fills_tools_and_shows_each_input(app: AppTes
     _page(app, "batch")
     app.selectbox(key="batch_scenario_helper").set_value("satisfied_first_try")
     app.button(key="batch_use_scenario").click().run()
-    # The scenario's grader calls text_stats: loading it picks the tool (issue 13, item 11).
+    # The scenario's grader calls text_stats: loading it picks the tool.
     assert app.multiselect(key="batch_tools").value == ["text_stats"]
     assert app.selectbox(key="batch_rubric").value == "satisfied_first_try"
     assert app.selectbox(key="batch_grader_scenario").value == "satisfied_first_try"
@@ -661,7 +661,7 @@ def test_run_page_keep_best_shows_scores_and_regressions(app: AppTest) -> None:
     app.run()
     _no_exception(app)
     progress = _charts(app)[0]
-    bars, line = progress["data"]  # criteria passed per pass, then the score (issue 13)
+    bars, line = progress["data"]  # criteria passed per pass, then the score
     assert bars["name"] == "needs_revision"
     assert line["name"] == "score"
     assert [round(y, 2) for y in line["y"]] == [0.67, 0.5, 0.17]

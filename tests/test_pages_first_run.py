@@ -1,5 +1,5 @@
 """The first ten minutes through AppTest: Try it, forms that keep what was typed, launches
-that are refused with the reason (issue 13, items 1-9 and 17 on the Rubrics and Run pages)."""
+that are refused with the reason (on the Rubrics and Run pages)."""
 
 from __future__ import annotations
 

@@ -57,14 +57,14 @@ def test_store_migrates_empty_file_and_reopen_is_noop(tmp_path):
 
 
 def test_file_migrated_by_main_before_the_postgres_backend_migrates(tmp_path):
-    # A file main created: issue 10's 0006_scores_checks_keep applied, no input_index yet.
+    # A file an older build created: 0006_scores_checks_keep applied, no input_index yet.
     path = tmp_path / "main.db"
     Store(path).close()
     with sqlite3.connect(path) as conn:
         conn.execute("DROP INDEX idx_runs_batch_input")
         conn.execute("ALTER TABLE runs DROP COLUMN input_index")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0008_runs_input_index'")
-        # nor issue 12's pass counts (0009), which come after it
+        # nor the pass counts (0009), which come after it
         conn.execute("DROP TABLE criterion_pass_counts")
         for kind in ("insert", "delete", "update"):
             conn.execute(f"DROP TRIGGER criterion_pass_counts_{kind}")
@@ -83,7 +83,7 @@ def test_file_migrated_by_main_before_the_postgres_backend_migrates(tmp_path):
     assert applied[-3:] == [
         "0008_runs_input_index",
         "0009_criterion_pass_counts",
-        "0010_run_final_pass",  # issue 12's review queues, applied with the file
+        "0010_run_final_pass",  # the review queues, applied with the file
     ]
     assert sorted(applied) == sorted(m.name for m in MIGRATIONS._migrations)
 

@@ -1,4 +1,4 @@
-"""Tests for rubric_core.grader.transcript: what untrusted text cannot imitate (issue 14)."""
+"""Tests for rubric_core.grader.transcript: what untrusted text cannot imitate."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ __all__ = ["PORTABLE_MIGRATIONS"]
 
 PORTABLE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
-        # Issue 10: weighted scores per pass, regressions, code-checked criteria, keep
+        # Weighted scores per pass, regressions, code-checked criteria, keep
         # last/best. SQLite files record it by this name, so it keeps it. (SQLite first
         # shipped it with `REAL` columns; `DOUBLE PRECISION` has the same affinity there
         # and is PostgreSQL's 8-byte float, where `REAL` would be 4 bytes.)
@@ -32,7 +32,7 @@ PORTABLE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        # Issue 11's own; numbered after 0007, the name main gives issue 9's migration.
+        # Batch inputs by position; numbered after 0007, the workbench's tables.
         "0008_runs_input_index",
         (
             # The position of a batch run's input; (batch, input) has at most one run, so a

@@ -17,8 +17,8 @@ from rubric_core.store.errors import StoreError
 __all__ = ["RETIRED_STEP_NAMES", "newer_schema_refusal", "write_refused"]
 
 RETIRED_STEP_NAMES = frozenset({"0006_insufficient_judges_labels_experiments"})
-"""Names earlier builds applied under which a known step now has another name (issue 9's
-tables were `0006_...` before issue 10 was merged, now `0007_...`)."""
+"""Names earlier builds applied under which a known step now has another name (the
+workbench's tables were `0006_...` in early builds, now `0007_...`)."""
 
 
 def newer_schema_refusal(where: str, applied: Iterable[str], known: Iterable[str]) -> str | None:

@@ -208,7 +208,7 @@ def test_running_run_detail_on_runs_redraws_as_passes_arrive(
 
 @pytest.mark.skipif(
     "run_status" not in EXPORT_COLUMNS["criteria"],
-    reason="the export's run_status column (issue 13, item 15) is not in this tree yet",
+    reason="the export's run_status column is not in this tree yet",
 )
 def test_export_of_satisfied_runs_holds_their_final_status_and_grader_error_passes(
     dashboard: Any, browser_page: Any

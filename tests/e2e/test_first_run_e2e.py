@@ -1,5 +1,5 @@
 """A new user's first ten minutes in headless Chromium: Try it, Stop, forms that keep what
-was typed, launches refused with the reason (issue 13, items 1, 4, 5, 6 and 7)."""
+was typed, launches refused with the reason."""
 
 from __future__ import annotations
 

@@ -150,7 +150,7 @@ _OWN: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
-        # Issue 9, the rubric testing workbench; the same tables as SQLite's step of this
+        # The rubric testing workbench; the same tables as SQLite's step of this
         # name, with identity keys, BIGINT references and DOUBLE PRECISION times.
         "0007_insufficient_judges_labels_experiments",
         (
@@ -211,9 +211,9 @@ _OWN: tuple[tuple[str, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
-    # Issue 12: pass rates from counts kept by a trigger (see store/pass_counts.py).
+    # Pass rates from counts kept by a trigger (see store/pass_counts.py).
     (pass_counts.MIGRATION_NAME, pass_counts.POSTGRES_STEPS),
-    # Issue 12: each run's final pass kept on the run (see store/final_pass.py).
+    # Each run's final pass kept on the run (see store/final_pass.py).
     (final_pass.MIGRATION_NAME, final_pass.POSTGRES_STEPS),
 )
 

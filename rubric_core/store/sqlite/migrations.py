@@ -176,10 +176,10 @@ def _m0005_runs_status_within_rubric(db: Database) -> None:
 
 @_step("0007_insufficient_judges_labels_experiments")
 def _m0007_workbench(db: Database) -> None:
-    # Issue 9, the rubric testing workbench. Portable SQL (SQLite and PostgreSQL): the
+    # The rubric testing workbench. Portable SQL (SQLite and PostgreSQL): the
     # booleans are 0/1 integers as in the tables above, JSON travels as text.
-    # Before issue 10 was merged this was 0006_insufficient_judges_labels_experiments; a
-    # store made on that branch already has it (under the old name) and is left as it is.
+    # Early builds applied this as 0006_insufficient_judges_labels_experiments; a
+    # store made by one already has it (under the old name) and is left as it is.
     if "labels" in db.table_names():
         return
     db.executescript(
@@ -248,14 +248,14 @@ def _m0007_workbench(db: Database) -> None:
 
 @_step(pass_counts.MIGRATION_NAME)
 def _m0009_criterion_pass_counts(db: Database) -> None:
-    # Issue 12: pass rates from counts kept by triggers (see store/pass_counts.py).
+    # Pass rates from counts kept by triggers (see store/pass_counts.py).
     for statement in pass_counts.SQLITE_STEPS:
         db.execute(statement)
 
 
 @_step(final_pass.MIGRATION_NAME)
 def _m0010_run_final_pass(db: Database) -> None:
-    # Issue 12: each run's final pass kept on the run (see store/final_pass.py).
+    # Each run's final pass kept on the run (see store/final_pass.py).
     for statement in final_pass.SQLITE_STEPS:
         db.execute(statement)
 
@@ -269,8 +269,7 @@ def _portable_step(statements: tuple[str, ...]) -> Callable[[Database], None]:
 
 
 # The portable steps keep their names, the ones SQLite files already record as applied
-# (0006_scores_checks_keep came with issue 10, on files created before the PostgreSQL
-# backend), so a file migrates from wherever it stands.
+# (0006_scores_checks_keep is older than the PostgreSQL backend), so a file migrates from wherever it stands.
 _STEPS = {**_OWN, **{name: _portable_step(sql) for name, sql in PORTABLE_MIGRATIONS}}
 if len(_STEPS) != len(_OWN) + len(PORTABLE_MIGRATIONS):  # pragma: no cover
     msg = "a migration name is used twice"
