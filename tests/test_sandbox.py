@@ -199,9 +199,9 @@ def test_root_host_never_falls_back_to_running_code_as_root(monkeypatch):
     from rubric_core.tools._sandbox_weak import reveal_plan
 
     # the weak fences (bubblewrap missing, opted in) without their namespaces
-    monkeypatch.setenv("RUBRIC_SANDBOX_BWRAP", "/nonexistent/bwrap")
-    monkeypatch.setenv("RUBRIC_SANDBOX_ALLOW_WEAK", "1")
-    monkeypatch.setenv("RUBRIC_SANDBOX_NO_NAMESPACES", "1")
+    monkeypatch.setenv("RUBRIC_STUDIO_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.setenv("RUBRIC_STUDIO_SANDBOX_ALLOW_WEAK", "1")
+    monkeypatch.setenv("RUBRIC_STUDIO_SANDBOX_NO_NAMESPACES", "1")
     with pytest.warns(RuntimeWarning, match="weaker fences"):
         result = run_pytest(
             "import os\n", "def test_uid():\n    assert os.getuid() != 0\n", limits=LIMITS
@@ -472,7 +472,8 @@ def test_files_together_hit_the_disk_limit():
 
 
 def test_missing_bubblewrap_is_refused_with_how_to_install_it(monkeypatch):
-    monkeypatch.setenv("RUBRIC_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.setenv("RUBRIC_STUDIO_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.delenv("RUBRIC_STUDIO_SANDBOX_ALLOW_WEAK", raising=False)
     monkeypatch.delenv("RUBRIC_SANDBOX_ALLOW_WEAK", raising=False)
     result = run_pytest("x = 1", "def test_x():\n    pass\n", limits=LIMITS)
     assert result.status == "ERROR"
@@ -482,7 +483,8 @@ def test_missing_bubblewrap_is_refused_with_how_to_install_it(monkeypatch):
 
 
 def test_weak_fences_run_only_when_opted_in_and_warn(monkeypatch):
-    monkeypatch.setenv("RUBRIC_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.setenv("RUBRIC_STUDIO_SANDBOX_BWRAP", "/nonexistent/bwrap")
+    monkeypatch.delenv("RUBRIC_STUDIO_SANDBOX_ALLOW_WEAK", raising=False)
     monkeypatch.delenv("RUBRIC_SANDBOX_ALLOW_WEAK", raising=False)
     with pytest.warns(RuntimeWarning, match="apt-get install bubblewrap"):
         result = run_sandboxed(["-c", "print('ran')"], {}, limits=LIMITS, allow_weak_fences=True)
