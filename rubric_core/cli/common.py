@@ -80,12 +80,12 @@ def open_store(db: str | Path | None) -> Store:
         BadInput: The database cannot be opened as a store.
     """
     from rubric_core.store import Store, StoreError
-    from rubric_core.store.paths import redact_url
+    from rubric_core.store.paths import default_db_target, redact_url
 
     try:
         return Store(db)
     except StoreError as exc:
-        shown = redact_url(str(db)) if db is not None else "(default)"
+        shown = redact_url(str(db if db is not None else default_db_target()))
         raise BadInput(f"cannot open the store {shown}: {exc}") from exc
 
 

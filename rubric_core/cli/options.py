@@ -34,15 +34,14 @@ __all__ = [
 
 
 def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`--db` (also `$RUBRIC_STUDIO_DB`): a SQLite store file or a `postgresql://` URL."""
+    """`--db`: a SQLite store file or a `postgresql://` URL; unset, the store reads
+    `$RUBRIC_STUDIO_DB` through `rubric_core.config`, as every caller does."""
     return click.option(
         "--db",
         type=str,
         default=None,
-        envvar="RUBRIC_STUDIO_DB",
-        show_envvar=True,
         help="SQLite store file, or a postgresql://user:password@host:port/db URL "
-        "[default: ./rubric_studio.db].",
+        "[default: $RUBRIC_STUDIO_DB, else ./rubric_studio.db].",
     )(function)
 
 
@@ -72,9 +71,8 @@ _EXECUTOR_OPTIONS = (
     click.option(
         "--ray-address",
         default=None,
-        envvar="RUBRIC_STUDIO_RAY_ADDRESS",
-        show_envvar=True,
-        help="Head node of the Ray cluster, HOST:PORT (what `ray start --head` printed).",
+        help="Head node of the Ray cluster, HOST:PORT (what `ray start --head` printed) "
+        "[default: $RUBRIC_STUDIO_RAY_ADDRESS].",
     ),
     click.option(
         "--ray-task-cpus",
