@@ -25,6 +25,7 @@ from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.background import BatchJob
+from rubric_core.workbench.datasets import load_graded_dataset
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -329,8 +330,6 @@ def grade_file(
 ) -> GradeSummary:
     """`grade_outputs` over a CSV/JSONL file, against `NAME[@VERSION]`; labels by the file's name."""
     from pathlib import Path
-
-    from rubric_core.workbench.datasets import load_graded_dataset
 
     rows = load_graded_dataset(path)
     version = resolve_rubric(store, rubric)
