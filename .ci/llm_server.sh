@@ -52,6 +52,21 @@ GGUF="${RUBRIC_STUDIO_LLM_GGUF:-$CACHE/gguf/$(basename "$GGUF_MEMBER")}"
 # The model is served under its file's name (SmolLM2-135M-Instruct.Q4_1.gguf is
 # "SmolLM2-135M-Instruct.Q4_1"), so another GGUF is never mistaken for SmolLM2.
 MODEL_ALIAS="$(basename "$GGUF" .gguf)"
+# llama.cpp's default build is -march=native. On a CPU with AMX (Sapphire Rapids and later)
+# that build used AMX tiles, and in this VM every prompt longer than one token then died of a
+# general protection fault in libggml-cpu (the kernel does not grant the tile state to the
+# guest); the server crashed on its first completion. So on x86_64 the wheel is built for
+# x86-64-v3 (AVX2, FMA, F16C, BMI2): portable to any machine CI may land on, and plenty for
+# a 135M model. Wheels of each build live in a folder of their own, so a native wheel cached
+# by an older setup is never reused.
+if [ "$(uname -m)" = x86_64 ]; then
+    BUILD_TAG="x86-64-v3"
+    BUILD_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+else
+    BUILD_TAG="native-$(uname -m)"
+    BUILD_CMAKE_ARGS=""
+fi
+WHEELS="$CACHE/llama-$BUILD_TAG"
 
 log() { printf '[llm_server] %s\n' "$*" >&2; }
 die() { printf '[llm_server] error: %s\n' "$*" >&2; exit 1; }
@@ -63,15 +78,16 @@ from importlib.metadata import version
 import llama_cpp, fastapi, uvicorn, sse_starlette, starlette_context, pydantic_settings  # noqa: F401
 sys.exit(0 if version("llama_cpp_python") == sys.argv[1] else 1)
 PY
+    [ "$(cat "$VENV/.llama-build" 2>/dev/null)" = "$BUILD_TAG" ]
 }
 
 cached_llama_wheel() {
     # The newest cached wheel of the pinned version, if any.
-    ls -1t "$CACHE"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n 1 || true
+    ls -1t "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n 1 || true
 }
 
 setup_venv() {
-    mkdir -p "$CACHE"
+    mkdir -p "$CACHE" "$WHEELS"
     if server_installed; then
         log "llama-cpp-python[server]==$LLAMA_VERSION already in $VENV"
         return
@@ -84,9 +100,11 @@ setup_venv() {
     local wheel
     wheel="$(cached_llama_wheel)"
     if [ -z "$wheel" ]; then
-        log "no cached llama-cpp-python $LLAMA_VERSION wheel in $CACHE: building it (about 10 minutes, once per machine)"
-        CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-            "$VPY" -m pip wheel --no-deps --wheel-dir "$CACHE" "llama-cpp-python==$LLAMA_VERSION" >&2
+        log "no cached llama-cpp-python $LLAMA_VERSION wheel ($BUILD_TAG) in $WHEELS: building it (about 10 minutes, once per machine)"
+        CMAKE_ARGS="$BUILD_CMAKE_ARGS" FORCE_CMAKE=1 \
+            CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+            "$VPY" -m pip wheel --no-deps --no-binary llama-cpp-python --no-cache-dir \
+            --wheel-dir "$WHEELS" "llama-cpp-python==$LLAMA_VERSION" >&2
         wheel="$(cached_llama_wheel)"
         [ -n "$wheel" ] || die "pip wheel finished but no llama_cpp_python-$LLAMA_VERSION-*.whl is in $CACHE"
     else
@@ -94,8 +112,10 @@ setup_venv() {
     fi
     # --find-links lets pip take the cached wheel for llama-cpp-python; the server extra's
     # packages come from the index.
-    "$VPY" -m pip install --quiet --only-binary llama-cpp-python --find-links "$CACHE" \
+    "$VPY" -m pip install --quiet --force-reinstall --no-deps "$wheel" >&2
+    "$VPY" -m pip install --quiet --only-binary llama-cpp-python --find-links "$WHEELS" \
         "llama-cpp-python[server]==$LLAMA_VERSION" >&2
+    echo "$BUILD_TAG" >"$VENV/.llama-build"
     server_installed || die "llama-cpp-python[server] did not import in $VENV after installing"
 }
 
