@@ -4,9 +4,9 @@
 pages, this process's runs and re-grade jobs), `display` (a status, plain text), `pickers`
 (a rubric version, run filters), `model_pickers` (the models of a run or grading),
 `run_form` (the Run and Batch form filled from a scenario), `run_detail` (one run drawn:
-overview, passes, transcript), `review` (reviewer and review scope), and two forms that
-sit beside the one page using them because that page would grow too long with them in it:
-`grade_output` (Run) and `graded_batch` (Batch).
+overview, passes, transcript), `review` (reviewer and review scope), and `graded_batch`:
+the Batch page's grade-only form, beside that page because the page would pass its 450
+lines with it (the Run page's grade-only form is in the Run page).
 
 Like the pages, these modules import from `rubric_core.ui` (everything computed, plain
 functions), the store's public names and `rubric_core.errors`; `tests/test_layering.py`

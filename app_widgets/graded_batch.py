@@ -16,17 +16,18 @@ from rubric_core.errors import InputError
 from rubric_core.store import Store
 from rubric_core.ui import one_line, pass_rate_figure, progress, spec_error_hint
 from rubric_core.ui.settings import MAX_CONCURRENCY, TOOL_NAMES
-from rubric_core.workbench.background import batch_progress
+from rubric_core.workbench import (
+    batch_progress,
+    load_graded_upload,
+    start_graded_batch,
+    summary_for_batch,
+)
 
 __all__ = ["graded_batch_form"]
 
 
 def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     """The Batch page's grade-only mode: upload input/output rows, grade them, watch."""
-    from rubric_core.workbench import summary_for_batch
-    from rubric_core.workbench.datasets import load_graded_upload
-    from rubric_core.workbench.grade import start_graded_batch
-
     st.caption(
         "Grade outputs you already have, with no agent: a CSV with `input` and `output` "
         'columns, or JSONL with `{"input": ..., "output": ...}` per line. An optional '

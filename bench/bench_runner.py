@@ -46,7 +46,10 @@ def measure(runs: int, durability: str | None = None) -> dict[str, float]:
         import rubric_core.runs.execute
 
         rubric_core.runs.execute.RUN_DURABILITY = durability  # type: ignore[assignment]
-    from rubric_core.providers import load_scenario
+    try:
+        from rubric_core.providers import load_scenario
+    except ModuleNotFoundError:  # a baseline tree from before providers/ (rubric_core.models)
+        from rubric_core.models import load_scenario  # type: ignore[no-redef]
     from rubric_core.runs import RunSpec, run_once
     from rubric_core.store import Store
 
