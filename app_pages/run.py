@@ -37,8 +37,9 @@ REPLAY_ROLES = ("agent_model", "grader_model")
 
 # The grade-only mode: one output you already have, graded by a model or by you.
 
+# A person's verdict choices on one criterion, as the human grader gives them. (A comment,
+# not a docstring: Streamlit's magic draws a page script's floating strings.)
 GRADE_VERDICTS = {"pass": True, "fail": False, "insufficient": None}
-"""A person's verdict choices on one criterion, as the human grader gives them."""
 
 
 def human_verdict_widgets(criteria: list[str], *, key: str) -> tuple[dict, dict, list[str]]:

@@ -377,3 +377,19 @@ def test_dashboard_reaches_the_library_through_its_seam() -> None:
         if count > limit:
             wrong.append(f"{where} has {count} lines, over {limit}: split it along its concepts")
     assert not wrong, "the dashboard past its seam:\n" + "\n".join(wrong)
+
+
+def test_page_scripts_hold_no_floating_strings() -> None:
+    # Streamlit's magic writes a script's bare expressions to the page, so a string after an
+    # assignment (an attribute docstring in a module) shows up as text at the top of a page.
+    floating = []
+    for path in [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]:
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        floating += [
+            f"{path.relative_to(ROOT)}:{node.lineno}"
+            for node in body[1:]  # the first may be the script's docstring, which is not drawn
+            if isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ]
+    assert floating == [], f"strings Streamlit would draw on the page (use a comment): {floating}"
