@@ -17,7 +17,7 @@ TEMPLATE = """{% macro table(rows) %}{% if rows %}<table><tr>{% for k in rows[0]
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{ title }} · {{ rubric.name }} v{{ rubric.version }} · Rubric Studio report</title>
 <style>

@@ -1,0 +1,73 @@
+"""The HTML report in a real headless Chromium with the network cut: it draws its charts
+from the file alone and asks for nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rubric_core.cli import cli
+
+pytestmark = pytest.mark.e2e
+
+SCENARIO = "needs_revision_then_satisfied"
+
+
+def _cli(db, *args):
+    result = CliRunner().invoke(cli, [*args, "--db", str(db)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _report(tmp_path) -> tuple[object, str]:
+    db = tmp_path / "studio.db"
+    inputs = tmp_path / "inputs.jsonl"
+    from rubric_core.providers import load_scenario
+
+    request = load_scenario(SCENARIO)["input"]
+    inputs.write_text("\n".join(json.dumps({"input": request}) for _ in range(3)) + "\n")
+    _cli(db, "batch", "--scenario", SCENARIO, "--input-file", str(inputs), "--json")
+    from rubric_core.store import Store
+
+    with Store(db) as store:
+        [batch] = store.list_batches()
+    output = tmp_path / "report.html"
+    _cli(db, "report", "--batch", batch["batch_id"], "--output", str(output))
+    return output, batch["batch_id"]
+
+
+def test_report_draws_its_charts_offline_and_requests_nothing(tmp_path, browser_page):
+    page = browser_page
+    output, batch_id = _report(tmp_path)
+    attempted: list[str] = []
+    problems: list[str] = []
+
+    def block(route):
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            attempted.append(route.request.url)
+            route.abort()
+
+    page.context.route("**/*", block)
+    page.on("request", lambda r: None if r.url.startswith("file://") else attempted.append(r.url))
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: problems.append(str(exc)))
+    page.goto(output.as_uri())
+    page.wait_for_load_state("load")
+    # The summary's charts (pass rates, iterations to satisfied) drew as SVG at load.
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    drawn = page.locator("body > .chart.js-plotly-plot")
+    assert drawn.count() == 2
+    assert page.locator("body > .chart .main-svg").count() >= 2
+    # An input's drafts, verdicts, timeline and heatmap open behind a click.
+    first = page.locator("table.inputs details").first
+    first.locator("summary").click()
+    page.wait_for_selector("table.inputs details[open] .js-plotly-plot .main-svg")
+    assert first.locator(".js-plotly-plot").count() == 2
+    assert first.locator("h3").count() >= 2  # the scenario revises once: two passes
+    assert "Batch " + batch_id in page.title() or batch_id in page.locator("h1").inner_text()
+    assert attempted == []
+    assert problems == []

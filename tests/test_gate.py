@@ -1,0 +1,156 @@
+"""`python -m rubric_core gate`: thresholds on a replay batch, JUnit XML, Markdown summary."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from click.testing import CliRunner
+
+from rubric_core.cli import cli
+from rubric_core.providers import load_scenario
+from rubric_core.store import Store
+
+SCENARIO = "needs_revision_then_satisfied"  # pass 1 misses the date, pass 2 is satisfied
+DATE = "States the release date"
+
+
+def _run(db, *args):
+    return CliRunner().invoke(cli, [*args, "--db", str(db)], catch_exceptions=False)
+
+
+def _inputs(tmp_path, count=3):
+    path = tmp_path / "inputs.jsonl"
+    request = load_scenario(SCENARIO)["input"]
+    path.write_text("".join(json.dumps({"input": request}) + "\n" for _ in range(count)))
+    return path
+
+
+def _batches(db) -> list[str]:
+    with Store(db) as store:
+        return [b["batch_id"] for b in store.list_batches()]
+
+
+def _cases(path):
+    root = ET.parse(path).getroot()
+    return {
+        suite.get("name"): {
+            case.get("name"): case.find("failure") for case in suite.iter("testcase")
+        }
+        for suite in root.iter("testsuite")
+    }
+
+
+def test_gate_passes_a_replay_batch_that_meets_every_threshold(tmp_path):
+    db, junit, summary = tmp_path / "g.db", tmp_path / "results.xml", tmp_path / "summary.md"
+    inputs = _inputs(tmp_path)
+    result = _run(
+        db, "gate", "--scenario", SCENARIO, "--input-file", str(inputs),
+        "--min-satisfied", "1", "--min-score", "0.9", "--min-criterion", f"{DATE}=0.95",
+        "--junit", str(junit), "--summary", str(summary),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "gate passed" in result.output
+    [batch_id] = _batches(db)
+    suites = _cases(junit)
+    inputs_suite = suites[f"Batch {batch_id} inputs"]
+    thresholds = suites[f"Batch {batch_id} thresholds"]
+    assert len(inputs_suite) == 3 and all(f is None for f in inputs_suite.values())
+    assert list(thresholds) == ["min-satisfied", "min-score", f"min-criterion: {DATE}"]
+    assert all(f is None for f in thresholds.values())
+    assert summary.read_text().startswith("## ✅ Rubric gate passed")
+    # A finished batch gates the same way, without running anything again.
+    again = _run(db, "gate", "--batch", batch_id, "--min-satisfied", "1")
+    assert again.exit_code == 0, again.output
+    assert _batches(db) == [batch_id]
+
+
+def test_gate_fails_a_criterion_minimum_and_a_drop_below_the_baseline(tmp_path):
+    db, junit, summary = tmp_path / "g.db", tmp_path / "results.xml", tmp_path / "summary.md"
+    inputs = _inputs(tmp_path)
+    assert _run(db, "gate", "--scenario", SCENARIO, "--input-file", str(inputs)).exit_code == 0
+    [baseline] = _batches(db)
+    # One pass allowed: every run stops at pass 1, which misses the release date.
+    result = _run(
+        db, "gate", "--scenario", SCENARIO, "--input-file", str(inputs), "--max-iterations", "1",
+        "--min-criterion", f"{DATE}=0.95", "--min-criterion", "Is one paragraph=0.95",
+        "--against", baseline, "--max-drop", "0.02",
+        "--junit", str(junit), "--summary", str(summary),
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    [current] = [b for b in _batches(db) if b != baseline]
+    assert f"FAIL min-criterion: {DATE}: {DATE} 0.0% < 95.0%" in result.output
+    assert "PASS min-criterion: Is one paragraph" in result.output
+    assert f"FAIL max-drop: criteria: regressed criteria against Batch {baseline}: {DATE}" in (
+        result.output
+    )
+    suites = _cases(junit)
+    thresholds = suites[f"Batch {current} thresholds"]
+    failed = {name for name, failure in thresholds.items() if failure is not None}
+    assert failed == {
+        f"min-criterion: {DATE}",
+        "max-drop: satisfied rate",
+        "max-drop: mean score",
+        "max-drop: criteria",
+    }
+    assert DATE in thresholds["max-drop: criteria"].get("message")
+    assert "Is one paragraph" not in thresholds["max-drop: criteria"].get("message")
+    # Every input is a failed case carrying its gap.
+    cases = suites[f"Batch {current} inputs"]
+    assert len(cases) == 3
+    for failure in cases.values():
+        assert failure is not None and failure.get("message").startswith("max_iterations_reached")
+        assert f"{DATE}: Add the release date" in failure.text
+    text = summary.read_text()
+    assert text.startswith("## ❌ Rubric gate failed")
+    assert f"regressed criteria against Batch {baseline}: {DATE}: 100.0% -&gt; 0.0%" in text
+
+
+def test_gate_grades_a_checks_only_dataset_offline(tmp_path):
+    """The README's CI job: outputs graded by code checks alone, no grader model."""
+    db = tmp_path / "g.db"
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text("- Three lines {lines == 3}\n- Mentions rain {regex: rain}\n")
+    assert _run(db, "rubrics", "add", "haiku-checks", str(rubric)).exit_code == 0
+    outputs = tmp_path / "outputs.csv"
+    outputs.write_text('input,output\nrain,"a\nb\nrain"\nsun,"a\nb\nsun"\n')
+    result = _run(
+        db, "gate", "--input-file", str(outputs), "--rubric", "haiku-checks",
+        "--min-criterion", "Three lines=1", "--min-criterion", "Mentions rain=0.9",
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "PASS min-criterion: Three lines" in result.output
+    assert "FAIL min-criterion: Mentions rain: Mentions rain 50.0% < 90.0%" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ((), "give exactly one of --batch, --experiment or --input-file"),
+        (("--batch", "nope"), "no batch 'nope'"),
+        (("--batch", "x", "--min-criterion", "no rate"), "write NAME=RATE"),
+        (("--batch", "x", "--max-drop", "0.1"), "--max-drop needs --against"),
+    ],
+)
+def test_gate_bad_input_is_one_line(tmp_path, args, fragment):
+    result = CliRunner().invoke(cli, ["gate", *args, "--db", str(tmp_path / "g.db")])
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output and "Traceback" not in result.output
+
+
+def test_gate_names_an_unknown_criterion(tmp_path):
+    db = tmp_path / "g.db"
+    assert (
+        _run(
+            db, "gate", "--scenario", SCENARIO, "--input-file", str(_inputs(tmp_path, 1))
+        ).exit_code
+        == 0
+    )
+    [batch_id] = _batches(db)
+    result = CliRunner().invoke(
+        cli, ["gate", "--batch", batch_id, "--min-criterion", "Rhymes=0.5", "--db", str(db)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "--min-criterion 'Rhymes': no such criterion" in result.output
+    assert DATE in result.output
