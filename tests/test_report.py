@@ -123,3 +123,36 @@ def test_report_needs_exactly_one_subject(tmp_path):
     assert result.exit_code == 2
     assert "give exactly one of a batch, an experiment or a run" in result.output
     assert "Traceback" not in result.output
+
+
+def test_report_of_an_experiment_against_another(tmp_path):
+    db, output = tmp_path / "r.db", tmp_path / "compare.html"
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text(json.dumps({"input": load_scenario(SCENARIO)["input"]}) + "\n")
+    runner, args = CliRunner(), ["--db", str(db)]
+    assert (
+        runner.invoke(
+            cli, ["batch", "--scenario", SCENARIO, "--input-file", str(inputs), *args]
+        ).exit_code
+        == 0
+    )
+    with Store(db) as store:
+        [batch] = store.list_batches()
+    for _ in range(2):
+        regrade = ["regrade", "--batch", batch["batch_id"], "--grader", f"replay:{SCENARIO}"]
+        assert runner.invoke(cli, [*regrade, *args]).exit_code == 0
+    with Store(db) as store:
+        b, a = (e["id"] for e in store.list_experiments())
+    result = runner.invoke(
+        cli, ["report", "--experiment", str(a), "--against", str(b), "--output", str(output), *args]
+    )
+    assert result.exit_code == 0, result.output
+    html = output.read_text()
+    assert f"<h1>Experiment {a}</h1>" in html
+    assert f"Compared with experiment {b}" in html and "A pass rate" in html
+    assert f"Agreement with experiment {b}" in html
+    assert "each re-graded source pass once" in html
+    bad = runner.invoke(
+        cli, ["report", "--batch", "x", "--against", "1", "--output", str(output), *args]
+    )
+    assert bad.exit_code == 2 and "--against compares two experiments" in bad.output
