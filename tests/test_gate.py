@@ -154,3 +154,19 @@ def test_gate_names_an_unknown_criterion(tmp_path):
     assert result.exit_code == 2, result.output
     assert "--min-criterion 'Rhymes': no such criterion" in result.output
     assert DATE in result.output
+
+
+def test_gate_without_a_grader_refuses_a_judged_criterion(tmp_path):
+    db = tmp_path / "g.db"
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text("- Is friendly\n- Three lines {lines == 3}\n")
+    assert _run(db, "rubrics", "add", "mixed", str(rubric)).exit_code == 0
+    outputs = tmp_path / "outputs.csv"
+    outputs.write_text('input,output\nq,"a\nb\nc"\n')
+    result = CliRunner().invoke(
+        cli, ["gate", "--input-file", str(outputs), "--rubric", "mixed", "--db", str(db)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "need --grader-model: Is friendly" in result.output
+    with Store(db) as store:
+        assert store.list_batches() == []

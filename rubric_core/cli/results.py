@@ -129,6 +129,15 @@ def _run_dataset(store: Store, spec: SpecOptions, input_file: Path, concurrency:
             raise BadInput("--rubric is required to grade a dataset's outputs")
         version = version_row(store, spec.rubric_name, spec.rubric_version)
         grader = spec.grader_model
+        if not grader:
+            from rubric_core.report.figures import rubric_criteria
+
+            judged = [c.name for c in rubric_criteria(version["text"], []) if c.check is None]
+            if judged:
+                raise BadInput(
+                    f"rubric {spec.rubric_name!r} has criteria without a code check, which "
+                    f"need --grader-model: {'; '.join(judged)}"
+                )
         summary = _guard(
             lambda: grade_outputs(
                 store,
