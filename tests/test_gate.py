@@ -170,3 +170,38 @@ def test_gate_without_a_grader_refuses_a_judged_criterion(tmp_path):
     assert "need --grader-model: Is friendly" in result.output
     with Store(db) as store:
         assert store.list_batches() == []
+
+
+def test_the_readme_ci_job_runs_offline_as_written(tmp_path, monkeypatch):
+    """The README's GitHub Actions job: its `python -m rubric_core` steps, run in order."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    job = re.search(r"```yaml\nrubric-gate:\n(.*?)```", readme, re.S)
+    assert job is not None, "the README's CI job is gone"
+    assert len(job.group(0).splitlines()) - 2 <= 11  # about ten lines
+    steps = [
+        shlex.split(line.split("- run:", 1)[1])[3:]
+        for line in job.group(1).splitlines()
+        if "- run: python -m rubric_core" in line
+    ]
+    assert [s[0] for s in steps] == ["rubrics", "gate"]
+    monkeypatch.chdir(tmp_path)
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RUBRIC_STUDIO_LLM_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    # The rubric and outputs the README describes under the job.
+    Path("rubric.txt").write_text(
+        "- Three lines {lines == 3}\n- Names the version {regex: \\b2\\.0\\b}\n"
+        "- At most 40 words {words <= 40}\n"
+    )
+    Path("outputs.csv").write_text(
+        'input,output\nnote,"Version 2.0 is out.\nIt adds offline mode.\nUpdate today."\n'
+    )
+    for step in steps:
+        result = CliRunner().invoke(cli, step, catch_exceptions=False)
+        assert result.exit_code == 0, (step, result.output)
+    suites = _cases(tmp_path / "results.xml")
+    assert sum(len(cases) for cases in suites.values()) == 3  # one input, two thresholds
+    assert Path("summary.md").read_text().startswith("## ✅ Rubric gate passed")

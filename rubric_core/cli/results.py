@@ -105,6 +105,11 @@ def _has_outputs(path: Path) -> bool:
     return "output" in [name.strip() for name in header]
 
 
+def _no_grader() -> Any:
+    """No judge: `RubricMiddleware(model=None)` runs a rubric of code checks only."""
+    return None
+
+
 def _run_dataset(store: Store, spec: SpecOptions, input_file: Path, concurrency: int) -> str:
     """Grade a dataset's outputs (no agent; code checks only without --grader-model), or run
     the agent over its inputs as a batch; the batch id."""
@@ -148,7 +153,7 @@ def _run_dataset(store: Store, spec: SpecOptions, input_file: Path, concurrency:
                 source=input_file.name,
                 base_url=spec.base_url,
                 max_concurrency=concurrency,
-                grader_llm_factory=None if grader else (lambda: None),
+                grader_llm_factory=None if grader else _no_grader,
             )
         )
         return str(summary["batch_id"])

@@ -212,6 +212,7 @@ def experiment_figures(
     raw = store.experiment_items(experiment_id)
     results = Counter(str(item["result"]) for item in raw)
     scores = [score_pass(specs, item["criteria"]) for item in raw if item["criteria"]]
+    scores_known = [score for score in scores if score is not None]
     agreement, note = _labels_agreement(store, experiment_id=experiment_id)
     figures = Figures(
         kind="experiment",
@@ -220,7 +221,7 @@ def experiment_figures(
         total=len(raw),
         by_status=dict(sorted(results.items())),
         satisfied_rate=results.get("satisfied", 0) / len(raw) if raw else None,
-        mean_score=statistics.fmean(scores) if scores else None,
+        mean_score=statistics.fmean(scores_known) if scores_known else None,
         mean_iterations_to_satisfied=None,
         iterations_to_satisfied={},
         criterion_rates=_experiment_rates(
@@ -243,7 +244,11 @@ def experiment_figures(
             by_pass.setdefault(int(item["evaluation_id"]), []).append(item)
         for gradings in by_pass.values():
             first = gradings[0]
-            graded = [score_pass(specs, g["criteria"]) for g in gradings if g["criteria"]]
+            graded = [
+                s
+                for g in gradings
+                if g["criteria"] and (s := score_pass(specs, g["criteria"])) is not None
+            ]
             figures.items.append(
                 Item(
                     run_id=int(first["run_id"]),

@@ -35,12 +35,16 @@ def _report(tmp_path) -> tuple[object, str]:
         [batch] = store.list_batches()
     output = tmp_path / "report.html"
     _cli(db, "report", "--batch", batch["batch_id"], "--output", str(output))
-    return output, batch["batch_id"]
+    with Store(db) as store:
+        run_id = store.batch_runs(batch["batch_id"])[0]["id"]
+    one = tmp_path / "run.html"
+    _cli(db, "report", "--run", str(run_id), "--output", str(one))
+    return output, batch["batch_id"], one
 
 
 def test_report_draws_its_charts_offline_and_requests_nothing(tmp_path, browser_page):
     page = browser_page
-    output, batch_id = _report(tmp_path)
+    output, batch_id, run_report = _report(tmp_path)
     attempted: list[str] = []
     problems: list[str] = []
 
@@ -69,5 +73,11 @@ def test_report_draws_its_charts_offline_and_requests_nothing(tmp_path, browser_
     assert first.locator(".js-plotly-plot").count() == 2
     assert first.locator("h3").count() >= 2  # the scenario revises once: two passes
     assert "Batch " + batch_id in page.title() or batch_id in page.locator("h1").inner_text()
+    # A run's report draws its timeline, heatmap and pass rates at load.
+    page.goto(run_report.as_uri())
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    page.wait_for_function("document.querySelectorAll('body > .chart .main-svg').length >= 3")
+    assert page.locator("body > .chart.js-plotly-plot").count() == 3
+    assert page.locator(".js-plotly-plot .heatmaplayer").count() == 1
     assert attempted == []
     assert problems == []
