@@ -205,3 +205,78 @@ def test_the_readme_ci_job_runs_offline_as_written(tmp_path, monkeypatch):
     suites = _cases(tmp_path / "results.xml")
     assert sum(len(cases) for cases in suites.values()) == 3  # one input, two thresholds
     assert Path("summary.md").read_text().startswith("## ✅ Rubric gate passed")
+
+
+def _labelled_batch(db, tmp_path) -> str:
+    """Four outputs graded by a code check, with human labels: kappa 0.5 (judge as predictor)."""
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text("- Three lines {lines == 3}\n")
+    assert _run(db, "rubrics", "add", "lines", str(rubric)).exit_code == 0
+    three, one = "a\nb\nc", "a"
+    rows = [(three, True), (three, False), (one, False), (one, False)]
+    path = tmp_path / "outputs.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"input": f"q{i}", "output": o, "labels": {"Three lines": h}}) + "\n"
+            for i, (o, h) in enumerate(rows)
+        )
+    )
+    result = _run(db, "gate", "--input-file", str(path), "--rubric", "lines")
+    assert result.exit_code == 0, result.output
+    [batch_id] = _batches(db)
+    return batch_id
+
+
+def test_gate_min_kappa_against_the_human_labels(tmp_path):
+    db = tmp_path / "g.db"
+    batch_id = _labelled_batch(db, tmp_path)
+    low = _run(db, "gate", "--batch", batch_id, "--min-kappa", "0.4")
+    assert low.exit_code == 0, low.output
+    assert "PASS min-kappa: Cohen's kappa 0.500 >= 0.400" in low.output
+    high = _run(db, "gate", "--batch", batch_id, "--min-kappa", "0.6")
+    assert high.exit_code == 1, high.output
+    assert "FAIL min-kappa: Cohen's kappa 0.500 < 0.600" in high.output
+
+
+def test_gate_on_an_experiment_against_another(tmp_path):
+    db = tmp_path / "g.db"
+    assert (
+        _run(
+            db, "gate", "--scenario", SCENARIO, "--input-file", str(_inputs(tmp_path, 2))
+        ).exit_code
+        == 0
+    )
+    [batch_id] = _batches(db)
+    for _ in range(2):
+        regrade = _run(db, "regrade", "--batch", batch_id, "--grader", f"replay:{SCENARIO}")
+        assert regrade.exit_code == 0, regrade.output
+    with Store(db) as store:
+        newer, older = (e["id"] for e in store.list_experiments())
+    result = _run(
+        db, "gate", "--experiment", str(newer), "--against", str(older), "--max-drop", "0",
+        "--min-criterion", "Is one paragraph=1",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"Experiment {newer}: gate passed." in result.output
+    assert f"dropped more than 0 below Experiment {older}" in result.output
+
+
+def test_junit_holds_stored_text_an_xml_parser_would_refuse(tmp_path):
+    from rubric_core.workbench.grade import grade_outputs
+
+    db, junit = tmp_path / "g.db", tmp_path / "results.xml"
+    with Store(db) as store:
+        store.save_rubric_version("lines", "- Three lines {lines == 3}")
+        [version] = store.rubric_versions("lines")
+        summary = grade_outputs(
+            store,
+            [{"input": "nul \x00 and escape \x1b[31m", "output": "one", "labels": {}}],
+            rubric_version_id=version["id"],
+            grader_model="checks-only",
+            grader_llm_factory=lambda: None,
+        )
+    result = _run(db, "gate", "--batch", summary["batch_id"], "--junit", str(junit))
+    assert result.exit_code == 0, result.output
+    [(name, failure)] = _cases(junit)[f"Batch {summary['batch_id']} inputs"].items()
+    assert name == "input 1: nul \ufffd and escape \ufffd[31m"
+    assert "Three lines: 1 line; needs exactly 3" in failure.text

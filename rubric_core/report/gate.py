@@ -9,6 +9,7 @@ Nothing here needs an extra: the gate runs on the core install (kappa needs scik
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -156,35 +157,51 @@ def _input_name(number: int, text: str) -> str:
     return f"input {number}: {first[:80]}{'…' if len(first) > 80 else ''}"
 
 
+# What XML 1.0 cannot hold (NUL and most C0 controls, lone surrogates, U+FFFE/U+FFFF); the
+# store keeps any text, so a stored gap or input may hold them.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: object) -> str:
+    r"""Text an XML parser accepts: characters XML 1.0 forbids become U+FFFD.
+
+    Examples:
+        >>> _xml("a\x00b\x1bc\n")
+        'a�b�c\n'
+    """
+    return _NOT_XML.sub("\ufffd", str(text))
+
+
 def junit_xml(figures: Figures, checks: list[Check]) -> bytes:
     """JUnit XML: a suite of the inputs (one case each; not satisfied is a failure with the
     gaps) and one of the thresholds (one case each). Read by GitHub, GitLab and Jenkins."""
-    root = ET.Element("testsuites", name=f"rubric_core gate: {figures.title}")
-    inputs = ET.SubElement(root, "testsuite", name=f"{figures.title} inputs")
+    root = ET.Element("testsuites", name=_xml(f"rubric_core gate: {figures.title}"))
+    inputs = ET.SubElement(root, "testsuite", name=_xml(f"{figures.title} inputs"))
     failed = 0
     for number, item in enumerate(figures.items, start=1):
         case = ET.SubElement(
             inputs,
             "testcase",
             classname=f"rubric_core.gate.{figures.kind}",
-            name=_input_name(number, item.input),
+            name=_xml(_input_name(number, item.input)),
         )
         if item.status != "satisfied":
             failed += 1
             gaps = "\n".join(f"- {name}: {gap}" for name, gap in item.gaps) or "(no gap given)"
             failure = ET.SubElement(case, "failure", message=f"{item.status} (run {item.run_id})")
-            failure.text = gaps
+            failure.text = _xml(gaps)
     inputs.set("tests", str(len(figures.items)))
     inputs.set("failures", str(failed))
-    thresholds = ET.SubElement(root, "testsuite", name=f"{figures.title} thresholds")
+    thresholds = ET.SubElement(root, "testsuite", name=_xml(f"{figures.title} thresholds"))
     for check in checks:
         case = ET.SubElement(
-            thresholds, "testcase", classname="rubric_core.gate.thresholds", name=check.name
+            thresholds, "testcase", classname="rubric_core.gate.thresholds", name=_xml(check.name)
         )
+        message = _xml(check.message)
         if not check.passed:
-            ET.SubElement(case, "failure", message=check.message).text = check.message
+            ET.SubElement(case, "failure", message=message).text = message
         else:
-            ET.SubElement(case, "system-out").text = check.message
+            ET.SubElement(case, "system-out").text = message
     thresholds.set("tests", str(len(checks)))
     thresholds.set("failures", str(sum(not c.passed for c in checks)))
     root.set("tests", str(len(figures.items) + len(checks)))
