@@ -25,15 +25,16 @@ if TYPE_CHECKING:
 
     from rubric_core.store import Store
 
-__all__ = ["figure_json", "render_report", "report_html", "write_report"]
+__all__ = ["figure_json", "render_report", "report_html", "theme_json", "write_report"]
 
 SNIPPET_CHARS = 120
 _SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
 
 def figure_json(figure: go.Figure) -> Markup:
-    """A figure's JSON for a `<script type="application/json">` block: no template (the
-    pages' default theme is ~8 KB a figure), and no `<`, `>` or `&` that could end the block.
+    """A figure's JSON for a `<script type="application/json">` block: without its template
+    (the pages' theme, ~8 KB a figure, is in the file once: `theme_json`), and with no
+    `<`, `>` or `&` that could end the block.
 
     Examples:
         >>> import plotly.graph_objects as go
@@ -45,6 +46,15 @@ def figure_json(figure: go.Figure) -> Markup:
     data = json.loads(figure.to_json())
     data.get("layout", {}).pop("template", None)
     return Markup(json.dumps(data, separators=(",", ":")).translate(_SCRIPT_SAFE))
+
+
+def theme_json() -> Markup:
+    """The default Plotly template the pages' figures are drawn with, once per file."""
+    import plotly.io as pio
+    from markupsafe import Markup
+
+    theme = pio.templates[pio.templates.default].to_plotly_json()
+    return Markup(json.dumps(theme, separators=(",", ":")).translate(_SCRIPT_SAFE))
 
 
 def _rate(value: float | None) -> str:
@@ -197,7 +207,7 @@ def render_report(figures: Figures, *, item_charts: bool = True) -> str:
         else None,
         items=items,
         item_charts=item_charts and figures.kind != "run",
-        figures=blocks,
+        figures=[("plotly-theme", theme_json()), *blocks],
         plotly_js=jinja2.utils.markupsafe.Markup(plotly_offline.get_plotlyjs()),
     )
 

@@ -88,10 +88,12 @@ details>summary{cursor:pointer}.inputs td.input{width:60%}
 <script>{{ plotly_js }}</script>
 <script>
 (function () {
+  var theme = JSON.parse(document.getElementById("plotly-theme").textContent);
   function draw(el) {
     if (el.getAttribute("data-drawn")) return;
     el.setAttribute("data-drawn", "1");
     var figure = JSON.parse(document.getElementById(el.getAttribute("data-fig")).textContent);
+    figure.layout.template = theme;
     Plotly.newPlot(el, figure.data, figure.layout, {displaylogo: false, responsive: true});
   }
   document.querySelectorAll(".chart").forEach(function (el) {
