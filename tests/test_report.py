@@ -50,6 +50,7 @@ def _hostile_batch(tmp_path) -> tuple[Store, str]:
     rows = [
         {"input": f"Write {SCRIPT}", "output": f"a\nb\nrain {IMG}", "labels": {}},
         {"input": f"</details></td></tr></table>{IMG}", "output": SCRIPT, "labels": {}},
+        {"input": '<img src="http://example.invalid/x.png">', "output": "a\nb\nrain", "labels": {}},
     ]
     summary = grade_outputs(
         store,
@@ -80,9 +81,8 @@ def test_a_hostile_rubric_name_criterion_input_and_draft_stay_text(tmp_path):
     assert "rain &lt;img src=x onerror=&#34;alert(2)&#34;&gt;" in text  # a draft, as text
     # Nothing is fetched from anywhere: the policy forbids it and no address is named.
     assert "default-src 'none'" in text
-    plotly_js = max(code, key=len)
-    assert "http://" not in text.replace(plotly_js, "")
-    assert "https://" not in text.replace(plotly_js, "")
+    assert not [v for _, attrs in parser.tags for v in attrs.values() if v and "http" in v]
+    assert "&lt;img src=&#34;http://example.invalid/x.png&#34;&gt;" in text
 
 
 def test_report_of_a_batch_names_its_figures_and_inputs(tmp_path):

@@ -81,3 +81,36 @@ def test_report_draws_its_charts_offline_and_requests_nothing(tmp_path, browser_
     assert page.locator(".js-plotly-plot .heatmaplayer").count() == 1
     assert attempted == []
     assert problems == []
+
+
+def test_a_hostile_report_runs_no_script_and_fetches_nothing(tmp_path, browser_page):
+    """Stored strings that would run script or fetch an image, opened in a real browser."""
+    from rubric_core.report.html import write_report
+    from tests.test_report import _hostile_batch
+
+    store, batch_id = _hostile_batch(tmp_path)
+    with store:
+        output = write_report(store, tmp_path / "hostile.html", batch_id=batch_id)
+    page = browser_page
+    attempted: list[str] = []
+    dialogs: list[str] = []
+    page.context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith("file://")
+            else (attempted.append(route.request.url), route.abort())
+        ),
+    )
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(output.as_uri())
+    page.wait_for_selector(".js-plotly-plot .main-svg")
+    for summary in page.locator("table.inputs details summary").all():
+        summary.click()
+    page.wait_for_function(
+        "document.querySelectorAll('details .js-plotly-plot .main-svg').length >= 6"
+    )
+    assert page.locator("details .js-plotly-plot").count() == 6  # three inputs, two charts each
+    assert page.locator("img").count() == 0
+    assert "<script>alert(1)</script>" in page.locator("h1 + p + h2 + p").inner_text()
+    assert dialogs == [] and attempted == []
