@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,27 @@ def test_agreement_page_offers_the_report_of_one_batch_or_experiment(stored):
     at.radio(key="agree_mode").set_value("between").run()
     assert not at.exception, [e.value for e in at.exception]
     assert "Download report" in _labels(at)
+
+
+def test_the_button_builds_the_library_report_on_click(stored, monkeypatch):
+    import app_widgets.report as widget
+
+    buttons: list[dict] = []
+    monkeypatch.setattr(
+        widget.st, "download_button", lambda label, data, **kw: buttons.append(
+            {"label": label, "data": data, **kw})
+    )  # fmt: skip
+    with Store(Path(os.environ["RUBRIC_STUDIO_DB"])) as store:
+        widget.report_download(store, key="k", batch_id=stored["batch_id"])
+        widget.report_download(store, key="k2", experiment_id=2, against=1)
+        widget.report_download(store, key="k3", batch_id="nope")
+        texts = [button["data"]() for button in buttons]  # what a click downloads
+    names = [button["file_name"] for button in buttons]
+    assert names == [
+        f"report-batch-{stored['batch_id']}.html",
+        "report-experiment-2-vs-1.html",
+        "report-batch-nope.html",
+    ]
+    assert f"<h1>Batch {stored['batch_id']}</h1>" in texts[0]
+    assert "Compared with experiment 1" in texts[1]
+    assert texts[2].endswith("<p>No report: no batch &#x27;nope&#x27; in this store</p>")

@@ -147,7 +147,7 @@ def batch_figures(store: Store, batch_id: str, *, with_items: bool = True) -> Fi
 
     runs = store.batch_runs(batch_id)
     if not runs:
-        msg = f"no batch {batch_id!r} in this store (`python -m rubric_core export` lists runs)"
+        msg = f"no batch {batch_id!r} in this store"
         raise InputError(msg)
     summary = summary_for_batch(store, batch_id)
     agreement, note = _labels_agreement(store, batch_id=batch_id)
