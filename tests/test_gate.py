@@ -280,3 +280,18 @@ def test_junit_holds_stored_text_an_xml_parser_would_refuse(tmp_path):
     [(name, failure)] = _cases(junit)[f"Batch {summary['batch_id']} inputs"].items()
     assert name == "input 1: nul \ufffd and escape \ufffd[31m"
     assert "Three lines: 1 line; needs exactly 3" in failure.text
+
+
+def test_an_input_whose_grader_broke_fails_with_the_error(tmp_path):
+    db, junit = tmp_path / "g.db", tmp_path / "results.xml"
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text(json.dumps({"input": load_scenario("grader_error")["input"]}) + "\n")
+    result = _run(
+        db, "gate", "--scenario", "grader_error", "--input-file", str(inputs),
+        "--min-satisfied", "0.5", "--junit", str(junit),
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    [batch_id] = _batches(db)
+    [failure] = _cases(junit)[f"Batch {batch_id} inputs"].values()
+    assert failure.get("message").startswith("grader_error")
+    assert "explanation: " in failure.text and "scripted grader failure" in failure.text

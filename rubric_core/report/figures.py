@@ -53,6 +53,8 @@ class Item:
     score: float | None
     passes: list[dict[str, Any]]
     """Oldest first; each has `draft`, `result`, `explanation`, `criteria` (with gaps)."""
+    error: str | None = None
+    """Why the run ended in error (or its grader broke), when it did."""
 
     @property
     def gaps(self) -> list[tuple[str, str]]:
@@ -134,6 +136,7 @@ def _run_item(store: Store, run: dict[str, Any]) -> Item:
         status=str(run["status"]),
         score=None if score is None else float(score),
         passes=store.run_evaluations(int(run["id"])),
+        error=run.get("error") or None,
     )
 
 

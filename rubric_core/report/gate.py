@@ -19,7 +19,7 @@ from rubric_core.errors import InputError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from rubric_core.report.figures import Figures
+    from rubric_core.report.figures import Figures, Item
 
 __all__ = ["Check", "gate_checks", "junit_xml", "markdown_summary", "parse_criterion_minimum"]
 
@@ -172,6 +172,16 @@ def _xml(text: object) -> str:
     return _NOT_XML.sub("\ufffd", str(text))
 
 
+def _reasons(item: Item) -> str:
+    """Why an input failed: its final gaps, else the final pass's explanation; its error."""
+    lines = [f"- {name}: {gap}" for name, gap in item.gaps]
+    if not lines and item.passes and item.passes[-1].get("explanation"):
+        lines.append(f"explanation: {item.passes[-1]['explanation']}")
+    if item.error:
+        lines.append(f"error: {item.error}")
+    return "\n".join(lines) or "(no gap given)"
+
+
 def junit_xml(figures: Figures, checks: list[Check]) -> bytes:
     """JUnit XML: a suite of the inputs (one case each; not satisfied is a failure with the
     gaps) and one of the thresholds (one case each). Read by GitHub, GitLab and Jenkins."""
@@ -187,7 +197,7 @@ def junit_xml(figures: Figures, checks: list[Check]) -> bytes:
         )
         if item.status != "satisfied":
             failed += 1
-            gaps = "\n".join(f"- {name}: {gap}" for name, gap in item.gaps) or "(no gap given)"
+            gaps = _reasons(item)
             failure = ET.SubElement(case, "failure", message=f"{item.status} (run {item.run_id})")
             failure.text = _xml(gaps)
     inputs.set("tests", str(len(figures.items)))
@@ -260,7 +270,7 @@ def markdown_summary(figures: Figures, checks: list[Check]) -> str:
     if failing:
         lines += ["", f"Inputs not satisfied: {len(failing)} of {len(figures.items)}", ""]
         for number, item in failing[:FAILING_INPUTS_SHOWN]:
-            gaps = "; ".join(f"{name}: {gap}" for name, gap in item.gaps) or "no gap given"
+            gaps = "; ".join(_reasons(item).removeprefix("- ").split("\n- "))
             lines.append(
                 f"- {_cell(_input_name(number, item.input))} ({item.status}): {_cell(gaps)}"
             )
