@@ -156,3 +156,21 @@ def test_report_of_an_experiment_against_another(tmp_path):
         cli, ["report", "--batch", "x", "--against", "1", "--output", str(output), *args]
     )
     assert bad.exit_code == 2 and "--against compares two experiments" in bad.output
+
+
+def test_report_shows_agreement_where_there_are_labels(tmp_path):
+    from tests.test_gate import _labelled_batch
+
+    db = tmp_path / "g.db"
+    batch_id = _labelled_batch(db, tmp_path)
+    with Store(db) as store:
+        html = report_html(store, batch_id=batch_id, item_charts=False)
+    assert "Labelled verdicts<b>4</b>" in html and "Cohen&#39;s kappa<b>0.500</b>" in html
+    assert "Agreement<b>75.0%</b>" in html
+    # Per criterion, then overall, with the confusion counts (judge as predictor).
+    assert "<th>judge pass / human fail</th>" in html
+    assert (
+        "<td>Three lines</td><td>4</td><td>75.0%</td><td>0.500</td><td>1</td><td>1</td><td>0</td><td>2</td>"
+        in html
+    )
+    assert html.count("data-fig=") == 2  # the summary's two charts, no input's
