@@ -39,13 +39,14 @@ def figure_json(figure: go.Figure) -> Markup:
     Examples:
         >>> import plotly.graph_objects as go
         >>> str(figure_json(go.Figure(go.Bar(y=[1], text=["</script>"]))))
-        '{"data":[{"text":["\\\\u003c/script\\\\u003e"],"y":[1],"type":"bar"}],"layout":{}}'
+        '{"data":[{"text":["\\\\u003c\\\\u002fscript\\\\u003e"],"y":[1],"type":"bar"}],"layout":{}}'
     """
+    import plotly.io as pio
     from markupsafe import Markup
 
-    data = json.loads(figure.to_json())
+    data = figure.to_plotly_json()
     data.get("layout", {}).pop("template", None)
-    return Markup(json.dumps(data, separators=(",", ":")).translate(_SCRIPT_SAFE))
+    return Markup(pio.json.to_json_plotly(data).translate(_SCRIPT_SAFE))
 
 
 def theme_json() -> Markup:
