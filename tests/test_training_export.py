@@ -244,3 +244,17 @@ def test_cli_training_export_filters_and_refusals(tmp_path, looped):
     assert bad.exit_code != 0 and "min_margin" in bad.output and "Traceback" not in bad.output
     wrong = runner.invoke(main, ["export", "--format", "csv", "--labels-only", "--db", str(looped)])
     assert wrong.exit_code != 0 and "training formats" in wrong.output
+
+
+@pytest.mark.parametrize("kind", ["sft", "preference", "trajectories"])
+def test_dashboard_bytes_equal_the_cli_export(looped, kind):
+    from rubric_core.ui import training_bytes
+
+    cli_out = CliRunner().invoke(main, ["export", "--format", kind, "--db", str(looped)])
+    assert cli_out.exit_code == 0, cli_out.output
+    store = Store(str(looped))
+    try:
+        page = training_bytes(store, kind, RunFilters(), TrainingOptions())
+    finally:
+        store.close()
+    assert page and page == cli_out.stdout_bytes
