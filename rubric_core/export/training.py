@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from rubric_core.export.columns import ExportError
@@ -281,7 +281,7 @@ def training_rows(
     kind: TrainingFormat | str,
     filters: RunFilters,
     options: TrainingOptions | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Generator[dict[str, Any], None, None]:
     """Stream the training rows of one kind for the runs `filters` selects, oldest run first.
 
     Memory holds one grading run's passes at a time.
