@@ -12,7 +12,6 @@ from rubric_core.ui import (
     export_file_name,
     preview_rows,
     training_bytes,
-    training_count,
 )
 from rubric_core.ui.export import DATASETS, EXPORT_COLUMNS, TRAINING_FORMATS, TrainingOptions
 
@@ -112,8 +111,6 @@ options = TrainingOptions(
     labels_only=labels_only,
     include_unsatisfied=include_unsatisfied and kind == "sft",
 )
-count, more = training_count(store, kind, filters, options)
-st.caption(f"{count:,}{'+' if more else ''} {kind} row(s) with these settings.")
 name = export_file_name(kind, "jsonl", filters)
 train_jsonl, train_parquet = st.columns(2)
 train_jsonl.download_button(
@@ -123,7 +120,7 @@ train_jsonl.download_button(
     mime="application/jsonl",
     on_click="ignore",
     key="export_training_jsonl",
-    disabled=count == 0,
+    disabled=matching == 0,
 )
 train_parquet.download_button(
     "Download Parquet",
@@ -132,5 +129,5 @@ train_parquet.download_button(
     mime="application/vnd.apache.parquet",
     on_click="ignore",
     key="export_training_parquet",
-    disabled=count == 0,
+    disabled=matching == 0,
 )

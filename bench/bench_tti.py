@@ -11,8 +11,8 @@ pages the way a person does, by clicking the sidebar's links, in interleaved rou
 round visits every page, the empty page before each one), and times, per switch:
 
 - first render: from the click until the page's title is drawn;
-- interactive: until the script run is over (no running indicator, no stale element) and
-  every plotly chart on the page has drawn its SVG;
+- interactive: until the script run is over (the server says so) and the browser has drawn
+  it (no stale element left, every plotly chart's SVG drawn);
 - server: the script run's own time in the server process (the wrapper times `page.run()`).
 
 Round 0 is each page's first visit in a fresh server process (modules imported, caches
@@ -42,7 +42,17 @@ from generate_store import generate  # noqa: E402
 
 from tests.e2e.conftest import CHROMIUM_ARGS, _free_port, _wait_healthy, chromium_executable  # noqa: E402
 
-PAGES = ("rubrics", "run", "batch", "runs", "compare", "review", "agreement", "experiments", "export")
+PAGES = (
+    "rubrics",
+    "run",
+    "batch",
+    "runs",
+    "compare",
+    "review",
+    "agreement",
+    "experiments",
+    "export",
+)
 RESULTS = REPO / "bench" / "results" / "tti.md"
 
 WRAPPER = '''
@@ -85,7 +95,6 @@ runpy.run_path(REPO_APP, run_name="__main__")
 '''
 
 DONE = """() => {
-    if (document.querySelector('[data-testid="stStatusWidget"] [data-testid="stSpinner"]')) return false;
     if (document.querySelector('[data-stale="true"]')) return false;
     if (document.querySelector('[data-testid="stSkeleton"]')) return false;
     const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
@@ -108,11 +117,45 @@ def _wrapper_folder(folder: Path) -> Path:
     return script
 
 
+class ServerRuns:
+    """The script runs the wrapper has finished, read from its log (the app shows no
+    running indicator with `toolbarMode = "minimal"`, so the browser cannot tell)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def count(self) -> int:
+        try:
+            return len(self.path.read_text().splitlines())
+        except FileNotFoundError:
+            return 0
+
+    def wait_past(self, count: int, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.count() <= count:
+            if time.monotonic() > deadline:
+                msg = f"the page's script run did not end within {timeout_s:.0f} s"
+                raise TimeoutError(msg)
+            time.sleep(0.01)
+
+
+RUNS: ServerRuns | None = None
+
+
+def _interactive(page, before: int) -> None:
+    """Wait until the page's script run has ended on the server and the browser has drawn
+    it (no stale element, every plotly chart's SVG)."""
+    assert RUNS is not None
+    RUNS.wait_past(before)
+    page.wait_for_function(DONE, timeout=180_000)
+
+
 def _switch(page, name: str, title: str) -> tuple[float, float]:
     """Click the sidebar link of `name`; (ms to the title drawn, ms to interactive)."""
     link = page.locator(f'[data-testid="stSidebarNav"] a[href$="/{name}"]').first
     if name == "rubrics":
         link = page.locator('[data-testid="stSidebarNav"] a').first
+    before = RUNS.count() if RUNS else 0
     started = time.perf_counter()
     link.click()
     page.wait_for_function(
@@ -123,8 +166,7 @@ def _switch(page, name: str, title: str) -> tuple[float, float]:
         timeout=120_000,
     )
     first = (time.perf_counter() - started) * 1000
-    page.wait_for_timeout(50)  # the script run may not have started its indicator yet
-    page.wait_for_function(DONE, timeout=120_000)
+    _interactive(page, before)
     return first, (time.perf_counter() - started) * 1000
 
 
@@ -150,6 +192,8 @@ def main() -> int:
             generate(db, runs=args.runs)
             print(f"generated {db} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         script = _wrapper_folder(folder)
+        global RUNS
+        RUNS = ServerRuns(folder / "server_times.jsonl")
         port = _free_port()
         env = {**os.environ, "RUBRIC_STUDIO_DB": str(db), "PYTHONUNBUFFERED": "1"}
         env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
@@ -172,6 +216,7 @@ def main() -> int:
                 context = browser.new_context(viewport={"width": 1440, "height": 1000})
                 page = context.new_page()
                 page.goto(f"{base}/empty")
+                RUNS.wait_past(0)
                 page.wait_for_function(DONE, timeout=180_000)
                 titles = {"empty": "Empty"}
                 for name in args.pages:  # each page's title, read off its first visit
@@ -181,9 +226,11 @@ def main() -> int:
                         for target in ("empty", name):
                             if not titles[target]:
                                 first, done = _first_visit(page, target)
-                                titles[target] = page.locator(
-                                    '[data-testid="stMain"] h1'
-                                ).first.text_content().strip()[:12]
+                                titles[target] = (
+                                    page.locator('[data-testid="stMain"] h1')
+                                    .first.text_content()
+                                    .strip()[:12]
+                                )
                             else:
                                 first, done = _switch(page, target, titles[target])
                             key = "first" if round_no == 0 else "later"
@@ -213,6 +260,7 @@ def _first_visit(page, name: str) -> tuple[float, float]:
     if name == "rubrics":
         link = page.locator('[data-testid="stSidebarNav"] a').first
     before = page.url
+    runs_before = RUNS.count() if RUNS else 0
     started = time.perf_counter()
     link.click()
     page.wait_for_function(
@@ -222,8 +270,7 @@ def _first_visit(page, name: str) -> tuple[float, float]:
         timeout=180_000,
     )
     first = (time.perf_counter() - started) * 1000
-    page.wait_for_timeout(50)
-    page.wait_for_function(DONE, timeout=180_000)
+    _interactive(page, runs_before)
     return first, (time.perf_counter() - started) * 1000
 
 

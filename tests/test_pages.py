@@ -413,28 +413,19 @@ def test_export_page_previews_rows_and_offers_downloads(app: AppTest) -> None:
     assert any("Nothing to export" in i.value for i in app.info)
 
 
-def test_export_page_counts_training_rows_as_the_cli_writes_them(app: AppTest, db_path) -> None:
-    from click.testing import CliRunner
-
-    from rubric_core.cli import cli
-
-    _launch_replay_run(app)  # needs_revision, then satisfied: one sft row, one preference pair
+def test_export_page_offers_training_data_with_the_filters(app: AppTest) -> None:
+    _launch_replay_run(app)
     _page(app, "export")
     _no_exception(app)
-    captions = lambda: [c.value for c in app.caption]  # noqa: E731
-    assert "1 sft row(s) with these settings." in captions()
+    training = lambda: [b for b in app.get("download_button") if "training" in b.proto.id]  # noqa: E731
+    assert [b.label for b in training()] == ["Download JSONL", "Download Parquet"]
+    assert not any(b.proto.disabled for b in training())
     app.radio(key="export_training_kind").set_value("preference").run()
-    assert "1 preference row(s) with these settings." in captions()
-    app.number_input(key="export_training_margin").set_value(1.0).run()
-    assert "0 preference row(s) with these settings." in captions()
-    training = [b for b in app.get("download_button") if "export_training" in b.proto.id]
-    assert len(training) == 2 and all(b.proto.disabled for b in training)
+    app.number_input(key="export_training_margin").set_value(0.5).run()
     app.checkbox(key="export_training_labels").check().run()
     _no_exception(app)
-    cli_rows = CliRunner().invoke(
-        cli, ["export", "--format", "preference", "--db", str(db_path), "--min-margin", "0.1"]
-    )
-    assert cli_rows.exit_code == 0 and len(cli_rows.stdout.splitlines()) == 1
+    app.selectbox(key="export_status").set_value("failed").run()
+    assert all(b.proto.disabled for b in training())
 
 
 # ---------------------------------------------------------------- Batch

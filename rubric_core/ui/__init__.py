@@ -57,7 +57,6 @@ from rubric_core.ui.export import (
     export_file_name,
     preview_rows,
     training_bytes,
-    training_count,
 )
 from rubric_core.ui.filters import ANY, known_models, parse_run_filters
 from rubric_core.ui.format import (
@@ -235,7 +234,6 @@ __all__ = [
     "timeline_figure",
     "token_pair",
     "training_bytes",
-    "training_count",
     "transcript_items",
     "verdict_mark",
     "verdict_word",

@@ -13,7 +13,6 @@ from rubric_core.export import (
     TrainingOptions,
     iter_rows,
     open_export,
-    training_rows,
     write_training,
 )
 from rubric_core.ui.format import one_line
@@ -30,7 +29,6 @@ __all__ = [
     "export_file_name",
     "preview_rows",
     "training_bytes",
-    "training_count",
 ]
 
 
@@ -95,19 +93,3 @@ def training_bytes(
     buffer = io.BytesIO()
     write_training(store, buffer, kind, filters, options, parquet=parquet)
     return buffer.getvalue()
-
-
-def training_count(
-    store: Store, kind: str, filters: RunFilters, options: TrainingOptions, limit: int = 10_000
-) -> tuple[int, bool]:
-    """How many training rows these settings give, counted up to `limit` (and whether more)."""
-    rows = training_rows(store, kind, filters, options)
-    count = 0
-    try:
-        for _ in rows:
-            count += 1
-            if count >= limit:
-                return count, True
-        return count, False
-    finally:
-        rows.close()
