@@ -31,6 +31,7 @@ EXTRAS: dict[str, str] = {
     "openai": "OpenAI and OpenAI-compatible models",
     "anthropic": "Anthropic models",
     "deepagents": "deep agents (agent kind 'deep')",
+    "parquet": "Parquet training exports",
     "all": "every optional feature",
 }
 
