@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-import threading
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from langgraph.errors import GraphInterrupt
@@ -22,17 +25,31 @@ from rubric_core.workbench.datasets import MAX_OUTPUT_CHARS, DatasetError, load_
 _OUTER_BOUND_S = 120
 """Not a timing assertion: a bound so that a quadratic check fails the test instead of
 holding the run for minutes (the quadratic ones took 94 s and 177 s; linear ones take
-milliseconds)."""
+milliseconds). The work runs in a child process: a regular expression holds the GIL, so
+a thread's join could not even time out."""
+
+_ROOT = Path(__file__).resolve().parents[1]
 
 
-def _finishes(fn):
-    """`fn()`'s result, or the test fails if it is still running after `_OUTER_BOUND_S`."""
-    result: list[object] = []
-    worker = threading.Thread(target=lambda: result.append(fn()), daemon=True)
-    worker.start()
-    worker.join(_OUTER_BOUND_S)
-    assert not worker.is_alive(), f"still running after {_OUTER_BOUND_S} s"
-    return result[0]
+def _finishes(code: str) -> object:
+    """What `code` (Python, ending in an expression) evaluates to, run in a child
+    process; the test fails if it is still running after `_OUTER_BOUND_S`."""
+    *body, last = code.strip().splitlines()
+    script = "\n".join([*body, f"import json; print(json.dumps({last}))"])
+    env = {**os.environ, "PYTHONPATH": str(_ROOT)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-"],
+            input=script,
+            capture_output=True,
+            text=True,
+            timeout=_OUTER_BOUND_S,
+            env=env,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running after {_OUTER_BOUND_S} s")
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 @pytest.fixture
@@ -129,17 +146,26 @@ def test_a_check_files_content_never_appears_in_its_error(tmp_path):
 def test_count_checks_finish_on_huge_adversarial_drafts(check, draft, output):
     [criterion] = parse_criteria(f"- Short {{{check}}}")
     name, arg = criterion.check.name, criterion.check.arg
-    assert _finishes(lambda: run_check(name, arg, draft)).output == output
+    code = f"""
+from rubric_core.tools.checks import run_check
+run_check({name!r}, {arg!r}, {draft!r}).output
+"""
+    assert _finishes(code) == output
 
 
 def test_json_check_finishes_on_thousands_of_unclosed_fences():
     draft = "```json\n" * 24_000
-    result = _finishes(lambda: run_check("json", "", draft))
-    assert result.passed is False
-    assert "the draft is not valid JSON" in result.output
+    code = f"""
+from rubric_core.tools.checks import run_check
+result = run_check("json", "", {draft!r})
+[result.passed, result.output]
+"""
+    passed, output = _finishes(code)
+    assert passed is False
+    assert "the draft is not valid JSON" in output
     # Only a bare fence closes: the first opening fence's block runs to it.
     closed = "```json\n" * 24_000 + "```\n"
-    assert _finishes(lambda: fenced_blocks(closed)) == [("json", "```json\n" * 23_999)]
+    assert fenced_blocks(closed) == [("json", "```json\n" * 23_999)]
 
 
 def test_fence_lookup_finds_the_blocks_a_reader_sees():
