@@ -123,6 +123,9 @@ class PassBudget:
         self._deadline = clock() + limits.pass_budget_s
         self._lock = threading.Lock()
         self.model_calls = 0
+        self.requests = 0
+        """Model calls that went ahead (one HTTP request each: the grader's clients do not
+        retry by themselves); a call refused by a limit is not one."""
         self.tool_calls = 0
         self._by_tool: Counter[str] = Counter()
         self._identical: Counter[tuple[str, str]] = Counter()
@@ -155,6 +158,8 @@ class PassBudget:
                 "(the limit) without a usable GraderResponse"
             )
             raise GraderLimitError(msg)
+        with self._lock:
+            self.requests += 1
         return remaining
 
     def keep_reply(self, message: BaseMessage) -> BaseMessage:

@@ -77,7 +77,7 @@ class _UncountedAttempt(_Attempt):
     """An attempt whose tokens the conversation adds itself (no callback handler)."""
 
     def __enter__(self) -> None:
-        self._usage.attempts += 1
+        return None
 
 
 def _attempts(
