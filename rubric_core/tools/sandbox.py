@@ -19,6 +19,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,38 @@ UID_ENV = "RUBRIC_STUDIO_SANDBOX_UID"
 NO_NAMESPACES_ENV = "RUBRIC_STUDIO_SANDBOX_NO_NAMESPACES"
 
 _MONITOR_INTERVAL_S = 0.1
+
+DEV_NULL = "/dev/null"
+"""The host's null device, which bubblewrap's `--dev` binds into the sandbox (it cannot
+make device nodes of its own without privileges the sandbox drops); checked first."""
+
+
+def _dev_null_problem() -> str | None:
+    """Why the host's /dev/null cannot serve the sandbox, in one line, or `None`.
+
+    Examples:
+        >>> _dev_null_problem() is None  # a healthy host
+        True
+    """
+    try:
+        mode = os.stat(DEV_NULL).st_mode
+    except OSError as exc:
+        return f"the host's {DEV_NULL} is missing or unreadable ({exc.strerror}); {_DEV_NULL_FIX}"
+    if stat.S_ISCHR(mode):
+        return None
+    kinds = (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a directory"),
+    )
+    kind = next((name for test, name in kinds if test(mode)), "not a character device")
+    return f"the host's {DEV_NULL} is {kind}, not the null character device; {_DEV_NULL_FIX}"
+
+
+_DEV_NULL_FIX = (
+    "sandboxed code (pytest among it) cannot run until root restores it: "
+    "rm -f /dev/null && mknod -m 666 /dev/null c 1 3"
+)
 
 
 @dataclass(frozen=True)
@@ -350,6 +383,8 @@ def run_sandboxed(
         A `SandboxResult`; failures to start are in `.error`, never raised.
     """
     limits = limits or SandboxLimits()
+    if (problem := _dev_null_problem()) is not None:
+        return SandboxResult(returncode=None, output="", error=problem)
     bwrap = bw.find_bwrap()
     if bwrap is None:
         if not _weak_allowed(allow_weak_fences):
