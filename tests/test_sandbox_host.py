@@ -54,3 +54,34 @@ def test_the_real_dev_null_still_runs_code():
     result = sandbox.run_sandboxed(["-c", "print('hi')"], {})
     assert result.error is None, result.error
     assert result.output.strip() == "hi"
+
+
+_HOLD_2GIB_IN_MEMFDS = r"""
+import os, time
+chunk = b"x" * (1 << 20)
+held, fds = 0, []
+while held < 2048:  # 2 GiB in memfds of 15 MiB: each under the 16 MiB file-size limit
+    fd = os.memfd_create("hoard")
+    for _ in range(15):
+        os.write(fd, chunk)
+    fds.append(fd)
+    held += 15
+    print("held", held, flush=True)
+print("kept all 2 GiB", flush=True)
+time.sleep(20)
+"""
+
+
+@pytest.mark.skipif(not sandbox.bw.find_bwrap(), reason="needs bubblewrap")
+def test_memory_held_in_memfd_files_counts_toward_the_total():
+    """Issue 22: 2,040 MiB in memfds went unseen by the 1 GiB total until the wall clock."""
+    result = sandbox.run_sandboxed(
+        ["-c", _HOLD_2GIB_IN_MEMFDS], {}, limits=sandbox.SandboxLimits(wall_s=25)
+    )
+    assert result.memory_exceeded, result.output[-500:]
+    assert not result.timed_out
+    assert result.signal_name == "SIGKILL"
+    assert "kept all 2 GiB" not in result.output
+    held = [int(line.split()[1]) for line in result.output.splitlines() if line.startswith("held")]
+    assert 1024 - 15 <= held[-1] < 2048  # stopped past the 1 GiB total, short of 2 GiB
+    assert any("memfd" in note for note in result.isolation)
