@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 
 import pytest
 
@@ -88,6 +89,7 @@ class DripServer:
     def __init__(self, every_s: float = 0.3):
         self.every_s = every_s
         self.requests = 0
+        self.closed_by_client = 0
         self.stop = threading.Event()
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -114,6 +116,7 @@ class DripServer:
                 try:
                     conn.sendall(b" ")
                 except OSError:
+                    self.closed_by_client += 1
                     return
 
     @property
@@ -202,3 +205,37 @@ def test_a_dripping_server_cannot_hold_a_pass_past_its_budget(use_async):
     explanation = evaluations[0]["explanation"]
     assert "time budget of 2.5 s per pass ran out" in explanation, explanation
     assert evaluations[0]["grader_attempts"] < 20
+
+
+def test_an_abandoned_call_of_a_grader_given_as_a_string_ends_its_connection(monkeypatch):
+    """The documented path, `model="openai:..."`: its client reads a response only until
+    the call's timeout, so a call the pass gave up on does not read a dripping reply on
+    for ever (one thread and one connection per retry, per pass, in a batch)."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from rubric_core import RubricMiddleware
+    from rubric_core.providers import ReplayChatModel
+
+    with DripServer(every_s=0.2) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        evaluations: list[dict] = []
+        middleware = RubricMiddleware(
+            model="openai:gpt-4.1-mini",
+            on_evaluation=evaluations.append,
+            grader_timeout_s=1.0,
+            retry_attempts=2,
+            retry_initial_delay_s=0.01,
+            max_iterations=1,
+        )
+        agent = create_agent(ReplayChatModel(turns=[AIMessage("draft 1")]), middleware=[middleware])
+        result = _within_bound(
+            lambda: agent.invoke({"messages": [HumanMessage("Write it.")], "rubric": "- a title"})
+        )
+        assert result["_rubric_status"] == "grader_error"
+        assert evaluations[0]["grader_attempts"] == server.requests == 2
+        deadline = time.monotonic() + _HANG_BOUND_S  # an outer bound, not a timing assertion
+        while server.closed_by_client < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert server.closed_by_client == 2, "an abandoned call kept reading the dripping reply"
