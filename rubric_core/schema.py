@@ -101,6 +101,24 @@ RUN_AGENT_KINDS: tuple[str, ...] = (*AGENT_KINDS, GRADED_KIND)
 HUMAN_GRADER_PREFIX = "human:"
 """`grader_model` of a pass a person graded (`human:<reviewer>`): no model was called."""
 
+CHECKS_GRADER = "checks"
+"""`grader_model` of a run or pass graded by the rubric's code checks alone: no judge was
+called (every criterion has a `{check}`). Front doors accept `none` for it too."""
+
+NO_GRADER_SPECS: frozenset[str] = frozenset({"none", CHECKS_GRADER})
+"""What a user may write for "no grader, code checks only" (`--grader none`)."""
+
+
+def is_checks_only_grader(spec: object) -> bool:
+    """Whether a grader spec asks for no judge: code checks only (`none`, `checks`).
+
+    Examples:
+        >>> is_checks_only_grader(" None "), is_checks_only_grader("replay:haiku")
+        (True, False)
+    """
+    return isinstance(spec, str) and spec.strip().casefold() in NO_GRADER_SPECS
+
+
 MAX_ITERATIONS_LIMIT = 20
 """The most grading passes one rubric attempt may have (`max_iterations` is 1..20)."""
 

@@ -10,7 +10,7 @@ not changed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -22,9 +22,17 @@ from rubric_core.evaluate import ConsistencyReport, consistency_report
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.store import RunFilters
-from rubric_core.workbench.grade import GraderFactory, _grader_factory, build_grader
+from rubric_core.workbench.grade import (
+    GraderFactory,
+    _grader_factory,
+    build_grader,
+    check_grader,
+    grader_label,
+)
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
     from rubric_core.store import Store
 
 __all__ = [
@@ -137,7 +145,7 @@ class _Plan:
     version: dict[str, Any]
     items: list[dict[str, Any]]
     samples: int
-    make: GraderFactory
+    make: Callable[[], BaseChatModel | None]
     grader_tools: Sequence[str]
     grader_system_prompt: str | None
     concurrency: int
@@ -197,7 +205,14 @@ def _prepare(
         store, run_ids=run_ids, batch_id=batch_id, filters=filters, all_passes=all_passes
     )
     version = _versions(store, items, rubric_version_id)
-    make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
+    try:
+        check_grader(grader_model, version)
+    except InputError as exc:
+        raise RegradeError(str(exc)) from exc
+    grader_model = grader_label(grader_model)
+    make: Callable[[], BaseChatModel | None] = grader_llm_factory or _grader_factory(
+        grader_model, base_url, api_key
+    )
     build_grader(None, grader_tools=grader_tools)  # unknown tools raise here
     label = name or (
         f"{version['name']}@{version['version']} by {grader_model}"
