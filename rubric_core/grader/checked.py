@@ -59,7 +59,7 @@ def checks_only_problem(
     Examples:
         >>> checks_only_problem("- Three lines {lines == 3}") is None
         True
-        >>> checks_only_problem("- Mentions rain\n- Three lines {lines == 3}", rubric="haiku v1")
+        >>> checks_only_problem("- Mentions rain\\n- Three lines {lines == 3}", rubric="haiku v1")
         "haiku v1 needs a grader model: no code check decides 'Mentions rain' (give a grader, or add a {check} such as {lines == 3} to it)"
     """
     specs = parse_criteria(criteria) if isinstance(criteria, str) else criteria

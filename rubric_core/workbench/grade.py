@@ -529,7 +529,7 @@ def code_verdicts(text: str, output: str) -> list[CriterionVerdict]:
     The same checks a pass runs (`tools.checks.run_checks`); nothing is stored.
 
     Examples:
-        >>> [v["passed"] for v in code_verdicts("- Two lines {lines == 2}\n- Is kind", "a\nb")]
+        >>> [v["passed"] for v in code_verdicts("- Two lines {lines == 2}\\n- Is kind", "a\\nb")]
         [True]
     """
     from rubric_core.tools.checks import run_checks

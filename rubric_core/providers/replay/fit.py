@@ -87,12 +87,12 @@ def replay_grader_mismatch(
         f"the replay scenario {own!r}, whose rubric this is"
         if own
         else "a provider or server model; `none` (code checks only) when every criterion "
-        "has a {check}; or grade the outputs yourself (the person grader)"
+        "has a {check}; or grade it yourself (the person grader)"
     )
     message = (
         f"The replay grader {name!r} plays verdicts scripted for its own scenario's rubric, "
-        f"not for {rubric}: it would judge none of these criteria (or replay a verdict "
-        f"about other work). Use instead: {instead}."
+        f"not for {rubric}: it would judge none of these criteria, so the pass would end in "
+        f"grader_error or replay a verdict about other work. Use instead: {instead}."
     )
     return ReplayMismatch(scenario=name, own=own, message=message)
 
