@@ -158,8 +158,14 @@ def _score(evaluation: Mapping[str, Any]) -> float | None:
     value = evaluation.get("score")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        msg = f"evaluation score must be a number from 0 to 1 or None, got {value!r}"
+    # Unclipped, as HealthBench scores an example: at most 1, below 0 when penalties weigh more.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value > 1
+    ):
+        msg = f"evaluation score must be a number of at most 1 (unclipped) or None, got {value!r}"
         raise StoreError(msg, kind="invalid")
     return float(value)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -278,8 +279,13 @@ class RunQueries(RubricQueries):
         if best_iteration is not None:
             values["best_iteration"] = require_int(best_iteration, "best_iteration", minimum=0)
         if score is not None:
-            if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
-                msg = f"score must be a number from 0 to 1, got {score!r}"
+            if (
+                isinstance(score, bool)
+                or not isinstance(score, int | float)
+                or not math.isfinite(score)
+                or score > 1
+            ):
+                msg = f"score must be a number of at most 1 (unclipped), got {score!r}"
                 raise StoreError(msg, kind="invalid")
             values["score"] = float(score)
 
