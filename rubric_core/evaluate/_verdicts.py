@@ -6,6 +6,7 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping
 from typing import NotRequired, TypeAlias, TypedDict
 
 from rubric_core.evaluate._errors import EvaluationError
+from rubric_core.schema import verdict_problem
 
 ItemId: TypeAlias = Hashable
 """What identifies a graded item: a run id, an evaluation id, a dataset row... (JSON-able)."""
@@ -55,10 +56,12 @@ def verdict_value(verdict: Mapping[str, object], where: str = "verdict") -> Valu
         msg = f"{where}: every verdict needs a non-empty 'name', got {name!r}"
         raise EvaluationError(msg)
     passed = as_value(verdict.get("passed"), f"{where} {name!r}")
-    if verdict.get("insufficient"):
-        if passed:
-            msg = f"{where} {name!r}: says both passed and insufficient evidence; pick one"
-            raise EvaluationError(msg)
+    insufficient = bool(verdict.get("insufficient"))
+    problem = verdict_problem(name, passed, insufficient=insufficient, require_gap=False)
+    if problem is not None:  # the verdict rules, as the judge's verdict is held to them
+        msg = f"{where}: {problem}"
+        raise EvaluationError(msg)
+    if insufficient:
         return None
     if passed is None:
         msg = f"{where} {name!r}: 'passed' is missing; say true or false (or insufficient)"

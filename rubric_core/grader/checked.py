@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from rubric_core.errors import InputError
 from rubric_core.grader.subagent import GraderOutcome
 from rubric_core.rubric import parse_criteria
-from rubric_core.schema import Criterion, GraderResponse
+from rubric_core.schema import Criterion, GraderResponse, pass_result
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -91,7 +91,7 @@ def _explain(verdicts: Sequence[CriterionVerdict]) -> str:
 
 
 def _response(verdicts: Sequence[CriterionVerdict], explanation: str) -> GraderResponse:
-    result: GraderVerdict = "satisfied" if all(v["passed"] for v in verdicts) else "needs_revision"
+    result: GraderVerdict = pass_result(verdicts)
     return GraderResponse(
         criteria=[
             Criterion(
@@ -146,7 +146,7 @@ def merge_outcome(
     merged.extend(by_name.values())
     response = judged.response
     if response.result != "failed":
-        result = "satisfied" if all(v["passed"] for v in merged) else "needs_revision"
+        result = pass_result(merged)
         response = response.model_copy(update={"result": result})
     explanation = judged.explanation
     failed_checks = [v for v in checked.values() if not v["passed"]]

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rubric_core.messages import content_text, is_grader_feedback
-from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES
+from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES, verdict_problem
 from rubric_core.store.errors import StoreError
 from rubric_core.store.validation import require_int, require_text
 
@@ -134,12 +134,12 @@ def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[Criter
             msg = f"{where} ({name!r}) checked_by must be a string"
             raise StoreError(msg, kind="invalid")
         insufficient = verdict.get("insufficient", False)
-        if not isinstance(insufficient, bool) or (insufficient and passed):
-            msg = (
-                f"{where} ({name!r}) insufficient must be true or false, and never true "
-                f"on a pass, got {insufficient!r}"
-            )
+        if not isinstance(insufficient, bool):
+            msg = f"{where} ({name!r}) insufficient must be true or false, got {insufficient!r}"
             raise StoreError(msg, kind="invalid")
+        problem = verdict_problem(name, passed, insufficient=insufficient, require_gap=False)
+        if problem is not None:  # the verdict rules, as the judge's verdict is held to them
+            raise StoreError(f"{where}: {problem}", kind="invalid")
         rows.append(
             CriterionRow(
                 position,

@@ -20,11 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PassQueries"]
 
-_LATEST_PASS = (
-    "(SELECT e.id FROM evaluations e WHERE e.run_id = r.id "
-    "ORDER BY e.started_at DESC, e.id DESC LIMIT 1)"
-)
-"""The id of run `r`'s final pass: its latest `started_at`, then its highest id."""
+_LATEST_PASS = "r.final_evaluation_id"
+"""The id of run `r`'s final pass: the column the triggers of `store.final_pass` keep
+(its latest `started_at`, then its highest id); the one definition of "the final pass"."""
 
 
 class PassQueries(RunQueries):
@@ -214,10 +212,7 @@ class PassQueries(RunQueries):
             rubric_id = None if chosen.rubric is None else self._rubric_id(chosen.rubric)
             rows = self._backend.query(*summary_pass_rates_sql(rubric_id, chosen.version_id))
         else:
-            final = (
-                " AND e.id = (SELECT e2.id FROM evaluations e2 WHERE e2.run_id = r.id "
-                "ORDER BY e2.started_at DESC, e2.id DESC LIMIT 1)"
-            )
+            final = f" AND e.id = {_LATEST_PASS}"
             rows = self._backend.query(
                 f"""
                 SELECT cr.criterion AS criterion, SUM(cr.passed) AS passed, COUNT(*) AS total,
