@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Mapping
-from typing import NotRequired, TypeAlias, TypedDict
+from typing import TypeAlias
 
 from rubric_core.evaluate._errors import EvaluationError
-from rubric_core.schema import verdict_problem
+from rubric_core.schema import CriterionVerdict, verdict_problem
 
 ItemId: TypeAlias = Hashable
 """What identifies a graded item: a run id, an evaluation id, a dataset row... (JSON-able)."""
@@ -15,22 +15,10 @@ Value: TypeAlias = bool | None
 """One criterion's verdict reduced to a value: `True` pass, `False` fail, `None` insufficient."""
 
 
-class Verdict(TypedDict):
-    """One criterion's verdict as a grader (or a judge of a panel) states it."""
-
-    name: str
-    """The criterion, as the rubric states it."""
-
-    passed: bool
-    """Whether the work meets it; `False` when `insufficient`."""
-
-    gap: NotRequired[str | None]
-    """On a criterion that did not pass: what is missing or wrong (or, when
-    insufficient, what the grader could not see)."""
-
-    insufficient: NotRequired[bool]
-    """`True` when the grader could not verify the criterion from what it was shown.
-    Not a pass, and not a judged failure either."""
+Verdict: TypeAlias = CriterionVerdict
+"""One criterion's verdict as a grader (or a judge of a panel) states it: the core's one
+verdict type, `schema.CriterionVerdict` (`name`, `passed`, `gap` on a failure,
+`insufficient` when the grader could not verify it)."""
 
 
 def as_value(value: object, where: str) -> Value:

@@ -57,8 +57,9 @@ __all__ = [
     "start_graded_batch",
 ]
 
-GraderFactory = Callable[[], "BaseChatModel"]
-"""Makes a fresh grader model per pass (a replay model's position belongs to its instance)."""
+GraderFactory = Callable[[], "BaseChatModel | None"]
+"""Makes a fresh grader model per pass (a replay model's position belongs to its instance);
+`None` for no grader (code checks only)."""
 
 
 class GradingError(InputError):
@@ -133,9 +134,7 @@ def check_grader(grader_model: str, version: Mapping[str, Any]) -> None:
         raise GradingError(problem)
 
 
-def _grader_factory(
-    grader_model: str, base_url: str | None, api_key: str | None
-) -> Callable[[], BaseChatModel | None]:
+def _grader_factory(grader_model: str, base_url: str | None, api_key: str | None) -> GraderFactory:
     from rubric_core.providers import resolve_model
 
     def make() -> BaseChatModel | None:
@@ -315,9 +314,7 @@ def grade_outputs(
     version = store.get_rubric_version(rubric_version_id)
     labels = _check_labels(version, rows)
     check_grader(grader_model, version)
-    make: Callable[[], BaseChatModel | None] = grader_llm_factory or _grader_factory(
-        grader_model, base_url, api_key
-    )
+    make: GraderFactory = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools, samples=samples)  # checks tools, samples
     batch = batch_id or f"graded-{uuid.uuid4().hex[:16]}"
 

@@ -10,7 +10,7 @@ not changed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -31,8 +31,6 @@ from rubric_core.workbench.grade import (
 )
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
     from rubric_core.store import Store
 
 __all__ = [
@@ -145,7 +143,7 @@ class _Plan:
     version: dict[str, Any]
     items: list[dict[str, Any]]
     samples: int
-    make: Callable[[], BaseChatModel | None]
+    make: GraderFactory
     grader_tools: Sequence[str]
     grader_system_prompt: str | None
     concurrency: int
@@ -210,9 +208,7 @@ def _prepare(
     except InputError as exc:
         raise RegradeError(str(exc)) from exc
     grader_model = grader_label(grader_model)
-    make: Callable[[], BaseChatModel | None] = grader_llm_factory or _grader_factory(
-        grader_model, base_url, api_key
-    )
+    make: GraderFactory = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools)  # unknown tools raise here
     label = name or (
         f"{version['name']}@{version['version']} by {grader_model}"
