@@ -6,39 +6,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from rubric_core.store import Store
+from tests import test_pages
+from tests.test_pages import APP, RUN_TIMEOUT_S, _page
+from tests.test_pages import _no_exception as _ok
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
-RUN_TIMEOUT_S = 60
+db_path = test_pages.db_path  # the fixture: a fresh database for the app, no API keys
+
 CHECKS_ONLY = "- Short {words 1..60}\n- Calm {no-regex: !}\n- Names the version {regex: v\\d+}"
 MIXED = CHECKS_ONLY + "\n- [-2] Invents a price\n- Friendly tone"
-
-
-@pytest.fixture
-def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "studio.db"
-    monkeypatch.setenv("RUBRIC_STUDIO_DB", str(path))
-    monkeypatch.delenv("RUBRIC_STUDIO_LLM_BASE_URL", raising=False)
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    return path
 
 
 def _app(db_path: Path, text: str, name: str = "notes") -> AppTest:
     with Store(db_path) as store:
         store.save_rubric_version(name, text)
     return AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S).run()
-
-
-def _page(at: AppTest, page: str) -> AppTest:
-    return at.switch_page(f"app_pages/{page}.py").run()
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
 
 
 def _errors(at: AppTest) -> list[str]:

@@ -19,6 +19,7 @@ __all__ = [
     "evaluation_row",
     "message_row",
     "pass_run_id",
+    "stored_score",
     "stored_verdict",
 ]
 
@@ -154,20 +155,32 @@ def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[Criter
     return rows
 
 
-def _score(evaluation: Mapping[str, Any]) -> float | None:
-    value = evaluation.get("score")
+def stored_score(value: object, field: str = "evaluation score") -> float | None:
+    """A score as the store keeps it: unclipped, as HealthBench scores an example (at most
+    1, below 0 when penalties weigh more), or `None`.
+
+    Raises:
+        StoreError: Of kind `invalid`: not a finite number of at most 1.
+
+    Examples:
+        >>> stored_score(-0.5), stored_score(None) is None
+        (-0.5, True)
+    """
     if value is None:
         return None
-    # Unclipped, as HealthBench scores an example: at most 1, below 0 when penalties weigh more.
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
         or value > 1
     ):
-        msg = f"evaluation score must be a number of at most 1 (unclipped) or None, got {value!r}"
+        msg = f"{field} must be a number of at most 1 (unclipped) or None, got {value!r}"
         raise StoreError(msg, kind="invalid")
     return float(value)
+
+
+def _score(evaluation: Mapping[str, Any]) -> float | None:
+    return stored_score(evaluation.get("score"))
 
 
 def _regressions(evaluation: Mapping[str, Any]) -> list[dict[str, Any]]:
