@@ -81,22 +81,24 @@ class PassQueries(RunQueries):
                     for row in criteria
                 ],
             )
-            # The run's score is its latest pass's until finish_run says which draft it kept.
+            # The run's score is its final pass's until finish_run says which draft it kept;
+            # the final pass is the column the triggers of `store.final_pass` have just kept.
             tx.run(
                 """
                 UPDATE runs SET
                     iterations = agg.n, grader_input_tokens = agg.tin,
                     grader_output_tokens = agg.tout, regression_count = agg.regressions,
-                    last_result = latest.result, score = latest.score
+                    last_result = (SELECT e.result FROM evaluations e
+                                   WHERE e.id = runs.final_evaluation_id),
+                    score = (SELECT e.score FROM evaluations e
+                             WHERE e.id = runs.final_evaluation_id)
                 FROM (SELECT COUNT(*) AS n, COALESCE(SUM(grader_input_tokens), 0) AS tin,
                              COALESCE(SUM(grader_output_tokens), 0) AS tout,
                              COALESCE(SUM(regression_count), 0) AS regressions
-                      FROM evaluations WHERE run_id = ?) AS agg,
-                     (SELECT result, score FROM evaluations WHERE run_id = ?
-                      ORDER BY started_at DESC, id DESC LIMIT 1) AS latest
+                      FROM evaluations WHERE run_id = ?) AS agg
                 WHERE runs.id = ?
                 """,
-                (run_id, run_id, run_id),
+                (run_id, run_id),
             )
             return evaluation_id
 
