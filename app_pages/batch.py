@@ -137,6 +137,7 @@ agent_choice, grader_choice, errors = agent_and_grader_pickers(
     scenarios=scenarios,
     # Replay models start on the scenario whose rubric this is, if one is.
     default_scenario=matching_scenario(scenarios, version["criteria"], DEFAULT_REPLAY_SCENARIO),
+    version=version,
 )
 
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1])

@@ -79,6 +79,7 @@ with st.container(border=True):
                 default_scenario=matching_scenario(
                     scenarios, version["criteria"] if version else [], DEFAULT_REPLAY_SCENARIO
                 ),
+                version=version,
             )
         except InputError as exc:
             grader_spec, base_url = "", None

@@ -54,6 +54,18 @@ drown the rest by accident."""
 MAX_CHECK_CHARS = 2_000
 """Longest code check (the text between the braces) accepted; an inline JSON Schema fits."""
 
+
+def criterion_key(name: object) -> str:
+    """How two spellings of one criterion are told to be the same: whitespace folded
+    (as `criteria_from_healthbench` folds it) and case ignored. Scores match verdicts on it.
+
+    Examples:
+        >>> criterion_key("  Advises  seeing\\na Doctor ") == criterion_key("advises seeing a doctor")
+        True
+    """
+    return " ".join(str(name).split()).casefold()
+
+
 _BULLET_RE = re.compile(
     r"""^\s*(?:
         [-*+\u2022\u2013]\s+(?:\[[ xX]?\]\s*)?   # - item, * item, - [ ] item
@@ -446,7 +458,7 @@ def criteria_from_healthbench(data: str | list[Any] | dict[str, Any]) -> str:
         except ValueError:
             problem = f"points must be 1 to {MAX_WEIGHT}, or -1 to -{MAX_WEIGHT} for a penalty, got {points}"
             raise _item_error(index, problem) from None
-        key = text.casefold()
+        key = criterion_key(text)
         if key in seen:
             raise _item_error(index, f"repeats the criterion at index {seen[key]}")
         seen[key] = index

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Literal, NotRequired
 
 from pydantic import BaseModel, Field, StrictBool, model_validator
@@ -101,6 +102,24 @@ RUN_AGENT_KINDS: tuple[str, ...] = (*AGENT_KINDS, GRADED_KIND)
 HUMAN_GRADER_PREFIX = "human:"
 """`grader_model` of a pass a person graded (`human:<reviewer>`): no model was called."""
 
+CHECKS_GRADER = "checks"
+"""`grader_model` of a run or pass graded by the rubric's code checks alone: no judge was
+called (every criterion has a `{check}`). Front doors accept `none` for it too."""
+
+NO_GRADER_SPECS: frozenset[str] = frozenset({"none", CHECKS_GRADER})
+"""What a user may write for "no grader, code checks only" (`--grader none`)."""
+
+
+def is_checks_only_grader(spec: object) -> bool:
+    """Whether a grader spec asks for no judge: code checks only (`none`, `checks`).
+
+    Examples:
+        >>> is_checks_only_grader(" None "), is_checks_only_grader("replay:haiku")
+        (True, False)
+    """
+    return isinstance(spec, str) and spec.strip().casefold() in NO_GRADER_SPECS
+
+
 MAX_ITERATIONS_LIMIT = 20
 """The most grading passes one rubric attempt may have (`max_iterations` is 1..20)."""
 
@@ -133,6 +152,57 @@ KeepChoice = Literal["last", "best"]
 BEST_DRAFT_KEY = "rubric_best_draft"
 """`additional_kwargs` key on the AI message `keep="best"` appends: `{"iteration", "score"}`
 of the pass whose draft it repeats, so UIs can tell it from the agent's own last turn."""
+
+
+def verdict_problem(
+    name: object,
+    passed: object,
+    *,
+    insufficient: object = False,
+    gap: object = None,
+    require_gap: bool = True,
+) -> str | None:
+    """What breaks the verdict rules in one criterion's verdict, or `None`: the one
+    validator the judge's verdict (`Criterion`), the store's rows and the evaluate
+    functions (stored verdicts, labels) all apply.
+
+    The rules: a non-empty name; insufficient evidence is never a pass; a failure (or an
+    insufficient verdict) needs a gap saying what must change (`require_gap`; stored and
+    labelled verdicts of old may lack one).
+
+    Examples:
+        >>> verdict_problem("has a title", True) is None
+        True
+        >>> verdict_problem("cites a source", True, insufficient=True)
+        "criterion 'cites a source' is both passed and insufficient; insufficient evidence is not a pass"
+        >>> verdict_problem("cites a source", False)
+        "criterion 'cites a source' failed but has no gap: say what must change"
+    """
+    if not isinstance(name, str) or not name.strip():
+        return "criterion name must not be empty"
+    if insufficient and passed:
+        return (
+            f"criterion {name!r} is both passed and insufficient; insufficient evidence "
+            "is not a pass"
+        )
+    if require_gap and not passed and not str(gap or "").strip():
+        return f"criterion {name!r} failed but has no gap: say what must change"
+    return None
+
+
+def pass_result(verdicts: Iterable[Mapping[str, object]]) -> Literal["satisfied", "needs_revision"]:
+    """A pass's result from its verdicts: `satisfied` if and only if there is at least one
+    verdict and every one passed (an insufficient one never passes). The one place this
+    rule is written: code checks, a judge, a panel and a person's verdicts all use it.
+
+    Examples:
+        >>> pass_result([{"name": "a", "passed": True}, {"name": "b", "passed": True}])
+        'satisfied'
+        >>> pass_result([{"name": "a", "passed": False, "insufficient": True}]), pass_result([])
+        ('needs_revision', 'needs_revision')
+    """
+    values = [verdict.get("passed") is True for verdict in verdicts]
+    return "satisfied" if values and all(values) else "needs_revision"
 
 
 class Regression(TypedDict):
@@ -222,18 +292,11 @@ class Criterion(BaseModel):
 
     @model_validator(mode="after")
     def _gap_on_failure(self) -> Criterion:
-        if not self.name.strip():
-            msg = "criterion name must not be empty"
-            raise ValueError(msg)
-        if self.insufficient and self.passed:
-            msg = (
-                f"criterion {self.name!r} is both passed and insufficient; insufficient "
-                "evidence is not a pass"
-            )
-            raise ValueError(msg)
-        if not self.passed and not (self.gap or "").strip():
-            msg = f"criterion {self.name!r} failed but has no gap: say what must change"
-            raise ValueError(msg)
+        problem = verdict_problem(
+            self.name, self.passed, insufficient=self.insufficient, gap=self.gap
+        )
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def as_verdict(self) -> CriterionVerdict:

@@ -8,6 +8,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rubric_core.scoring import mean_score
+
 if TYPE_CHECKING:
     from rubric_core.store import Store
 
@@ -58,13 +60,14 @@ class BatchSummary:
 
     @property
     def mean_score(self) -> float | None:
-        """Mean of `scores`; `None` when no run has a score yet.
+        """Mean of the unclipped `scores`, clipped to [0, 1] as HealthBench aggregates
+        (`scoring.mean_score`); `None` when no run has a score yet.
 
         Examples:
             >>> BatchSummary("b", 2, {}, 0.0, None, {}, [], 0, scores=[0.5, 1.0]).mean_score
             0.75
         """
-        return statistics.fmean(self.scores) if self.scores else None
+        return mean_score(self.scores)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

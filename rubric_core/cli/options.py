@@ -12,10 +12,12 @@ import click
 from rubric_core.cli.common import BadInput, load_scenario, version_row
 from rubric_core.schema import (
     AGENT_KINDS,
+    CHECKS_GRADER,
     DEFAULT_MAX_ITERATIONS,
     KEEP_CHOICES,
     MAX_ITERATIONS_LIMIT,
     REPLAY_PREFIX,
+    is_checks_only_grader,
 )
 
 if TYPE_CHECKING:
@@ -143,7 +145,16 @@ _SPEC_OPTIONS = (
         default=None,
         help="Agent model: 'provider:model-id', 'replay:<scenario>' or a model at --base-url.",
     ),
-    click.option("--grader-model", default=None, help="Grader model (same forms)."),
+    click.option(
+        "--grader-model",
+        "--grader",
+        "grader_model",
+        default=None,
+        help=(
+            "Grader model (same forms), or 'none': code checks only, for a rubric whose "
+            "every criterion has a {check} [default for such a rubric]."
+        ),
+    ),
     click.option(
         "--base-url",
         default=None,
@@ -248,6 +259,7 @@ def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
     Raises:
         BadInput: No rubric was named, or the named rubric or version does not exist.
     """
+    from rubric_core.grader.checked import checks_only_problem
     from rubric_core.providers import default_models
     from rubric_core.runs import RunSpec
 
@@ -256,11 +268,15 @@ def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
         raise BadInput("--rubric is required (or --scenario for an offline demo)")
     version = version_row(store, options.rubric_name, options.rubric_version)
     agent_model, grader_model = options.agent_model, options.grader_model
+    if grader_model is None and checks_only_problem(str(version["text"])) is None:
+        grader_model = CHECKS_GRADER  # every criterion has a code check: no judge needed
     if agent_model is None or grader_model is None:
         default_agent, default_grader = default_models()
         agent_model = agent_model or default_agent
         grader_model = grader_model or default_grader
-    if options.base_url and all(m.startswith(REPLAY_PREFIX) for m in (agent_model, grader_model)):
+    if options.base_url and all(
+        m.startswith(REPLAY_PREFIX) or is_checks_only_grader(m) for m in (agent_model, grader_model)
+    ):
         raise BadInput(
             f"--base-url {options.base_url} would not be used: both models are replay models "
             f"({agent_model}, {grader_model}), which replay scripted turns offline; drop "
@@ -289,9 +305,12 @@ def check_spec(store: Store, spec: RunSpec) -> None:
     Raises:
         BadInput: With the `SpecError`'s message (the field and what is wrong).
     """
-    from rubric_core.runs import SpecError, validate_spec
+    from rubric_core.runs import SpecError, grader_problem, validate_spec
 
     try:
         validate_spec(spec, store)
     except SpecError as exc:
         raise BadInput(str(exc)) from exc
+    problem = grader_problem(spec.grader_model, store.get_rubric_version(spec.rubric_version_id))
+    if problem is not None:
+        raise BadInput(f"grader_model: {problem}")

@@ -32,6 +32,7 @@ from rubric_core.cli.options import (
 )
 from rubric_core.extras import require
 from rubric_core.schema import MAX_CONCURRENCY
+from rubric_core.scoring import shown_score
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -67,7 +68,11 @@ def format_pass(evaluation: Mapping[str, Any]) -> str:
     lines = [
         f"Pass {int(evaluation['iteration']) + 1}: {evaluation['result']}"
         + (f" -> {status}" if status and status != evaluation["result"] else "")
-        + (f" (score {score:.2f})" if (score := evaluation.get("score")) is not None else "")
+        + (
+            f" (score {score:.2f})"
+            if (score := shown_score(evaluation.get("score"))) is not None
+            else ""
+        )
     ]
     regressed = {r["name"]: r["passed_in"] for r in evaluation.get("regressions") or []}
     for criterion in evaluation.get("criteria") or []:
@@ -122,7 +127,7 @@ def _watch(
     if row.get("score") is not None:
         kept = row.get("best_iteration")
         click.echo(
-            f"Score: {row['score']:.2f}"
+            f"Score: {shown_score(row['score']):.2f}"
             + (f" (kept the best draft, pass {kept + 1})" if kept is not None else "")
         )
     if row.get("error"):
@@ -272,8 +277,10 @@ def format_summary(summary: BatchSummary) -> str:
     lines.append(f"Satisfied rate: {format_rate(summary.satisfied_rate)}")
     if summary.mean_score is not None:
         lines.append(
-            f"Mean score: {summary.mean_score:.2f} over {len(summary.scores)} scored runs "
-            f"(min {min(summary.scores):.2f}, max {max(summary.scores):.2f})"
+            f"Mean score: {summary.mean_score:.2f} over {len(summary.scores)} scored runs, "
+            "HealthBench's way: the mean of the unclipped scores, clipped to [0, 1] "
+            f"(min {shown_score(min(summary.scores)):.2f}, "
+            f"max {shown_score(max(summary.scores)):.2f}, each clipped)"
         )
     mean = summary.mean_iterations_to_satisfied
     lines.append(f"Mean iterations to satisfied: {'n/a' if mean is None else f'{mean:.2f}'}")

@@ -11,6 +11,7 @@ import click
 from rubric_core.cli.common import CONTEXT, BadInput, open_store
 from rubric_core.cli.options import db_option
 from rubric_core.errors import InputError
+from rubric_core.schema import CHECKS_GRADER
 
 __all__ = ["agreement", "grade", "label", "regrade"]
 
@@ -24,8 +25,12 @@ _json = click.option("--json", "as_json", is_flag=True, help="Print the result a
 _grader = click.option(
     "--grader",
     "grader_model",
-    required=True,
-    help="Grader model: provider:model-id, or replay:<scenario> (scripted, offline).",
+    default=None,
+    help=(
+        "Grader model: provider:model-id, replay:<scenario> (scripted, offline, for its own "
+        "rubric only), or 'none': code checks only, for a rubric whose every criterion has "
+        "a {check} [default: none, which such a rubric needs; any other rubric needs a grader]."
+    ),
 )
 _samples = click.option(
     "--samples", type=int, default=1, show_default=True, help="Gradings per pass (a panel of k)."
@@ -58,7 +63,7 @@ def _run(job: Any) -> Any:
 def grade(
     input_file: Path,
     rubric: str,
-    grader_model: str,
+    grader_model: str | None,
     samples: int,
     tools: tuple[str, ...],
     concurrency: int,
@@ -84,7 +89,7 @@ def grade(
                 store,
                 str(input_file),
                 rubric=rubric,
-                grader_model=grader_model,
+                grader_model=grader_model or CHECKS_GRADER,
                 samples=samples,
                 grader_tools=list(tools),
                 max_concurrency=concurrency,
@@ -133,7 +138,7 @@ def regrade(
     status: str | None,
     model: str | None,
     rubric_version: int | None,
-    grader_model: str,
+    grader_model: str | None,
     grader_prompt: Path | None,
     samples: int,
     tools: tuple[str, ...],
@@ -184,7 +189,7 @@ def regrade(
                 batch_id=batch_id,
                 filters=filters,
                 rubric_version_id=version_id,
-                grader_model=grader_model,
+                grader_model=grader_model or CHECKS_GRADER,
                 grader_system_prompt=read_text(grader_prompt, "--grader-prompt")
                 if grader_prompt
                 else None,

@@ -41,7 +41,7 @@ from rubric_core.providers.registry import (
     provider_of,
     wants_cache_markers,
 )
-from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse
+from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse, pass_result
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -178,7 +178,7 @@ def _finish(
         verdicts = [*verdicts, *skipped]
         note = f"The grader skipped {len(missing)} criterion(s) twice; they count as failing."
         if response.result == "satisfied":
-            response = response.model_copy(update={"result": "needs_revision"})
+            response = response.model_copy(update={"result": pass_result(verdicts)})
         explanation = f"{explanation} ({note})" if explanation else note
     return GraderOutcome(response=response, criteria=verdicts, explanation=explanation)
 

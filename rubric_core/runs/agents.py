@@ -10,7 +10,7 @@ from langchain.agents.middleware import AgentMiddleware
 from rubric_core.errors import RubricStudioError
 from rubric_core.extras import require
 from rubric_core.model_check import CheckBeforeModelCall
-from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation
+from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation, is_checks_only_grader
 
 if TYPE_CHECKING:
     import threading
@@ -73,8 +73,8 @@ class _StopMiddleware(CheckBeforeModelCall):
             raise StopRun(msg)
 
 
-def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel]:
-    """Fresh agent and grader model instances for one run.
+def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel | None]:
+    """Fresh agent and grader model instances for one run; no grader for `checks`.
 
     Fresh, because a replay model's script position belongs to its instance.
     """
@@ -83,6 +83,8 @@ def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel]:
     agent = resolve_model(
         spec.agent_model, role="agent", base_url=spec.base_url, api_key=spec.api_key
     )
+    if is_checks_only_grader(spec.grader_model):
+        return agent, None  # code checks decide every criterion (validate_spec made sure)
     grader = resolve_model(
         spec.grader_model, role="grader", base_url=spec.base_url, api_key=spec.api_key
     )
@@ -125,6 +127,7 @@ def build_agent(
         resolved_agent, resolved_grader = resolve_models(spec)
         agent_llm = agent_llm or resolved_agent
         grader_llm = grader_llm or resolved_grader
+    assert agent_llm is not None
     grader = RubricMiddleware(
         model=grader_llm,
         tools=get_tools(list(spec.grader_tools)),

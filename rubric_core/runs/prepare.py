@@ -69,7 +69,7 @@ class PreparedRun:
     agent_llm: BaseChatModel
     """The agent's model instance."""
 
-    grader_llm: BaseChatModel
+    grader_llm: BaseChatModel | None
     """The grader's model instance."""
 
     shared: SharedAgent | None = None
@@ -272,7 +272,7 @@ def prepare_batch_run(
 
 
 def _fast_forward(
-    model: BaseChatModel, consumed: int, *, verdicts_only: bool, thread_id: str
+    model: BaseChatModel | None, consumed: int, *, verdicts_only: bool, thread_id: str
 ) -> None:
     """Skip what the stored part of a run used of a replay model's script (others: nothing)."""
     if isinstance(model, ReplayChatModel):

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 from rubric_core.errors import InputError
 from rubric_core.schema import (
     AGENT_KINDS,
+    CHECKS_GRADER,
     DEFAULT_MAX_ITERATIONS,
     KEEP_CHOICES,
     MAX_CONCURRENCY,
     MAX_ITERATIONS_LIMIT,
+    is_checks_only_grader,
 )
 
 if TYPE_CHECKING:
@@ -74,7 +76,8 @@ class RunSpec:
     """`provider:model-id`, `replay:<scenario>` or a model served at `base_url`."""
 
     grader_model: str
-    """Same forms as `agent_model`; the grader's model."""
+    """Same forms as `agent_model`; the grader's model. `checks` (or `none`) for no grader:
+    every criterion of the rubric is then decided by its code check."""
 
     grader_tools: tuple[str, ...] = ()
     """Names of shipped grader tools (see `rubric_core.tools.TOOL_NAMES`)."""
@@ -106,6 +109,8 @@ class RunSpec:
         if isinstance(tools, str):
             tools = (tools,)
         object.__setattr__(self, "grader_tools", tuple(tools or ()))
+        if is_checks_only_grader(self.grader_model):
+            object.__setattr__(self, "grader_model", CHECKS_GRADER)
 
     def with_input(self, text: str) -> RunSpec:
         """A copy of this spec with another input (batch runs share everything else)."""

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rubric_core.messages import content_text, is_grader_feedback
-from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES
+from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES, verdict_problem
 from rubric_core.store.errors import StoreError
 from rubric_core.store.validation import require_int, require_text
 
@@ -19,6 +19,7 @@ __all__ = [
     "evaluation_row",
     "message_row",
     "pass_run_id",
+    "stored_score",
     "stored_verdict",
 ]
 
@@ -134,12 +135,12 @@ def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[Criter
             msg = f"{where} ({name!r}) checked_by must be a string"
             raise StoreError(msg, kind="invalid")
         insufficient = verdict.get("insufficient", False)
-        if not isinstance(insufficient, bool) or (insufficient and passed):
-            msg = (
-                f"{where} ({name!r}) insufficient must be true or false, and never true "
-                f"on a pass, got {insufficient!r}"
-            )
+        if not isinstance(insufficient, bool):
+            msg = f"{where} ({name!r}) insufficient must be true or false, got {insufficient!r}"
             raise StoreError(msg, kind="invalid")
+        problem = verdict_problem(name, passed, insufficient=insufficient, require_gap=False)
+        if problem is not None:  # the verdict rules, as the judge's verdict is held to them
+            raise StoreError(f"{where}: {problem}", kind="invalid")
         rows.append(
             CriterionRow(
                 position,
@@ -154,14 +155,32 @@ def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[Criter
     return rows
 
 
-def _score(evaluation: Mapping[str, Any]) -> float | None:
-    value = evaluation.get("score")
+def stored_score(value: object, field: str = "evaluation score") -> float | None:
+    """A score as the store keeps it: unclipped, as HealthBench scores an example (at most
+    1, below 0 when penalties weigh more), or `None`.
+
+    Raises:
+        StoreError: Of kind `invalid`: not a finite number of at most 1.
+
+    Examples:
+        >>> stored_score(-0.5), stored_score(None) is None
+        (-0.5, True)
+    """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        msg = f"evaluation score must be a number from 0 to 1 or None, got {value!r}"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value > 1
+    ):
+        msg = f"{field} must be a number of at most 1 (unclipped) or None, got {value!r}"
         raise StoreError(msg, kind="invalid")
     return float(value)
+
+
+def _score(evaluation: Mapping[str, Any]) -> float | None:
+    return stored_score(evaluation.get("score"))
 
 
 def _regressions(evaluation: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric_core.extras import MissingExtra
+from rubric_core.scoring import mean_score, shown_score
 
 try:
     import plotly.graph_objects as go
@@ -448,10 +449,12 @@ def score_histogram(scores: Sequence[float]) -> go.Figure:
     """
     if not scores:
         return _empty_figure("No scored run yet")
-    mean = sum(scores) / len(scores)
+    mean = mean_score(scores) or 0.0  # HealthBench's: the mean of unclipped, then clipped
     figure = go.Figure(
         go.Histogram(
-            x=list(scores), xbins={"start": 0, "end": 1.0001, "size": 0.1}, marker_color="#1565c0"
+            x=[shown_score(s) for s in scores],
+            xbins={"start": 0, "end": 1.0001, "size": 0.1},
+            marker_color="#1565c0",
         )
     )
     figure.add_vline(x=mean, line_dash="dash", line_color="#c62828")

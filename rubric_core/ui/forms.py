@@ -12,9 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rubric_core.providers.replay.fit import replay_grader_mismatch
 from rubric_core.rubric import parse_rubric
 from rubric_core.runs.spec import RunSpec
-from rubric_core.schema import DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS_LIMIT, REPLAY_PREFIX
+from rubric_core.schema import (
+    DEFAULT_MAX_ITERATIONS,
+    MAX_ITERATIONS_LIMIT,
+    REPLAY_PREFIX,
+    is_checks_only_grader,
+)
 from rubric_core.ui.models import replay_scenario_mismatch, replay_spec
 
 __all__ = [
@@ -89,7 +95,14 @@ def replay_mismatch_problem(
         True
     """
     criteria = list(version.get("criteria") or [])
+    where = f"{version.get('name')} v{version.get('version')}"
+    grader = models.get("grader", "")
+    found = replay_grader_mismatch(grader, criteria, rubric=where, scenarios=scenarios)
+    if found is not None:  # the library's one check, as the CLI makes it
+        return found.message + _GRADE_YOURSELF
     for role, spec in models.items():
+        if role == "grader" or is_checks_only_grader(grader):
+            continue  # no grader: the checks judge whatever drafts the replay agent plays
         scenario = replay_scenario_mismatch(spec, scenarios, criteria)
         if scenario is None:
             continue
@@ -108,6 +121,12 @@ def replay_mismatch_problem(
             "“Grade an output you already have” above and grade it yourself."
         )
     return None
+
+
+_GRADE_YOURSELF = (
+    " To test your own rubric offline, switch on “Grade an output you already have” above "
+    "and grade it yourself."
+)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric_core.rubric import CriterionSpec
-from rubric_core.scoring import score_pass
+from rubric_core.scoring import score_pass, shown_score
 from rubric_core.ui.format import rounded
 
 __all__ = [
@@ -38,7 +38,8 @@ def pass_label(index: int) -> str:
 
 
 def pass_score(evaluation: Evaluation) -> float | None:
-    """A pass's score: the stored one, else one computed from its verdicts' weights.
+    """A pass's score as one pass is shown (clipped to [0, 1]; the store keeps it
+    unclipped): the stored one, else one computed from its verdicts' weights.
 
     Passes recorded before scores existed have no `score`; their verdicts read back with
     a `weight` when it is not 1, so the same formula applies (`rubric_core.score_pass`).
@@ -52,15 +53,17 @@ def pass_score(evaluation: Evaluation) -> float | None:
         0.75
         >>> pass_score({"criteria": []}) is None
         True
+        >>> pass_score({"score": -0.5, "criteria": []})
+        0.0
     """
     score = evaluation.get("score")
     if score is not None:
-        return float(score)
+        return shown_score(float(score))
     criteria = evaluation.get("criteria") or []
     if not criteria:
         return None
     specs = [CriterionSpec(str(c["name"]), int(c.get("weight") or 1)) for c in criteria]
-    return score_pass(specs, criteria)
+    return shown_score(score_pass(specs, criteria))
 
 
 def pass_details(evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:

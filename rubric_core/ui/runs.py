@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.messages import is_grader_feedback, message_text
+from rubric_core.scoring import shown_score
 from rubric_core.ui.format import cell, format_timestamp, one_line, rounded
 from rubric_core.ui.status import status_badge
 
@@ -69,7 +70,7 @@ def runs_table(runs: Sequence[Run]) -> list[dict[str, Any]]:
             "status": status_badge(run.get("status")),
             "rubric": rubric_label(run),
             "passes": run.get("iterations"),
-            "score": rounded(run.get("score")),
+            "score": rounded(shown_score(run.get("score"))),  # one run: clipped to [0, 1]
             "regressions": run.get("regression_count") or 0,
             "agent model": run.get("agent_model"),
             "grader model": run.get("grader_model"),

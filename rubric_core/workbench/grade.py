@@ -20,9 +20,16 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
-from rubric_core.rubric import parse_rubric
+from rubric_core.rubric import parse_criteria
 from rubric_core.runs.spec import validate_concurrency
-from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
+from rubric_core.runs.validate import grader_problem
+from rubric_core.schema import (
+    CHECKS_GRADER,
+    GRADED_KIND,
+    HUMAN_GRADER_PREFIX,
+    MAX_CONCURRENCY,
+    is_checks_only_grader,
+)
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.background import BatchJob
 from rubric_core.workbench.datasets import MAX_OUTPUT_CHARS, load_graded_dataset
@@ -31,7 +38,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from rubric_core.middleware import RubricMiddleware
-    from rubric_core.schema import RubricEvaluation
+    from rubric_core.schema import CriterionVerdict, RubricEvaluation
     from rubric_core.store import Store
     from rubric_core.workbench.datasets import GradedRow
 
@@ -39,16 +46,20 @@ __all__ = [
     "GradeSummary",
     "GraderFactory",
     "GradingError",
+    "check_grader",
+    "code_verdicts",
     "grade_by_person",
     "grade_file",
     "grade_one",
     "grade_outputs",
+    "grader_label",
     "resolve_rubric",
     "start_graded_batch",
 ]
 
-GraderFactory = Callable[[], "BaseChatModel"]
-"""Makes a fresh grader model per pass (a replay model's position belongs to its instance)."""
+GraderFactory = Callable[[], "BaseChatModel | None"]
+"""Makes a fresh grader model per pass (a replay model's position belongs to its instance);
+`None` for no grader (code checks only)."""
 
 
 class GradingError(InputError):
@@ -100,10 +111,35 @@ def resolve_rubric(store: Store, reference: str) -> dict[str, Any]:
     raise GradingError(msg)
 
 
+def grader_label(grader_model: str) -> str:
+    """How a grader is recorded on a run: `checks` for no grader, else the spec as given.
+
+    Examples:
+        >>> grader_label("none"), grader_label("replay:haiku")
+        ('checks', 'replay:haiku')
+    """
+    return CHECKS_GRADER if is_checks_only_grader(grader_model) else grader_model
+
+
+def check_grader(grader_model: str, version: Mapping[str, Any]) -> None:
+    """Refuse a grader that cannot grade `version` (`runs.grader_problem`, the same check
+    as a run's): no grader for a rubric with a judged criterion, or a replay grader
+    scripted for another rubric.
+
+    Raises:
+        GradingError: Naming the criteria, or the scenario and what to use instead.
+    """
+    problem = grader_problem(grader_model, version)
+    if problem is not None:
+        raise GradingError(problem)
+
+
 def _grader_factory(grader_model: str, base_url: str | None, api_key: str | None) -> GraderFactory:
     from rubric_core.providers import resolve_model
 
-    def make() -> BaseChatModel:
+    def make() -> BaseChatModel | None:
+        if is_checks_only_grader(grader_model):
+            return None  # code checks decide every criterion (check_grader made sure)
         return resolve_model(grader_model, role="grader", base_url=base_url, api_key=api_key)
 
     make()  # a bad spec or a missing key is reported before anything is stored
@@ -229,6 +265,7 @@ def grade_one(
     """
     _check_output(output)
     version = store.get_rubric_version(version_id)
+    check_grader(grader_model, version)
     llm = grader_llm or _grader_factory(grader_model, base_url, api_key)()
     middleware = build_grader(
         llm, grader_tools=grader_tools, grader_system_prompt=grader_system_prompt, samples=samples
@@ -238,7 +275,7 @@ def grade_one(
         version,
         input=input,
         output=output,
-        grader_label=grader_model,
+        grader_label=grader_label(grader_model),
         grade=lambda messages: middleware.grade_transcript(messages, version["text"]),
         grader_tools=grader_tools,
         grader_system_prompt=grader_system_prompt,
@@ -288,7 +325,8 @@ def grade_outputs(
     workers = validate_concurrency(max_concurrency)
     version = store.get_rubric_version(rubric_version_id)
     labels = _check_labels(version, rows)
-    make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
+    check_grader(grader_model, version)
+    make: GraderFactory = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools, samples=samples)  # checks tools, samples
     batch = batch_id or f"graded-{uuid.uuid4().hex[:16]}"
 
@@ -307,7 +345,7 @@ def grade_outputs(
             version,
             input=row["input"],
             output=row["output"],
-            grader_label=grader_model,
+            grader_label=grader_label(grader_model),
             grade=lambda messages: middleware.grade_transcript(messages, version["text"]),
             grader_tools=grader_tools,
             grader_system_prompt=grader_system_prompt,
@@ -377,7 +415,9 @@ def start_graded_batch(
         msg = "no rows to grade"
         raise GradingError(msg)
     validate_concurrency(concurrency)
-    _check_labels(store.get_rubric_version(version_id), rows)
+    version = store.get_rubric_version(version_id)
+    _check_labels(version, rows)
+    check_grader(grader_model, version)
     factory = _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools, samples=samples)
     job = BatchJob(batch_id=f"graded-{uuid.uuid4().hex[:16]}", total=len(rows))
@@ -420,23 +460,28 @@ def grade_by_person(
 ) -> int:
     """A person grades an output: recorded as a graded pass exactly as a model's, and as labels.
 
-    The verdicts go through the grader's own checks (`grader.outcome_from_verdicts`: every
-    criterion judged, a gap on each fail) and the same record (`grade_transcript`); the run's
-    `grader_model` is `human:<reviewer>`. Decided verdicts are also stored as the
-    reviewer's labels; `None` (could not verify) is recorded as insufficient evidence.
+    The pass is the loop's own (`grade_transcript`): the rubric's code checks run on the
+    output and decide their criteria (stored with `checked_by: "code"`); the person is
+    the judge of the others only, their verdicts checked by the grader's own rules
+    (`grader.outcome_from_verdicts`: every judged criterion, a gap on each fail). The
+    result and score follow from all of them, so a failing check fails the pass. The
+    run's `grader_model` is `human:<reviewer>`. The person's decided verdicts are also
+    stored as their labels; `None` (could not verify) is recorded as insufficient evidence.
 
     Args:
-        verdicts: Criterion to `True` (pass), `False` (fail) or `None` (insufficient).
+        verdicts: Judged criterion to `True` (pass), `False` (fail) or `None`
+            (insufficient). A criterion a code check decides takes no verdict here
+            (`code_verdicts` shows what the checks decided).
         gaps: What is missing, per failed (or insufficient) criterion.
 
     Returns:
         The run id.
 
     Raises:
-        GradingError: A criterion left out, not in the rubric, or failed without a gap;
-            nothing is stored.
+        GradingError: A judged criterion left out, one not in the rubric, a verdict on a
+            checked criterion, or a fail without a gap; nothing is stored.
     """
-    from rubric_core.grader import outcome_from_verdicts
+    from rubric_core.grader import judged_names, outcome_from_verdicts
 
     reviewer = (reviewer or "").strip()
     if not reviewer:
@@ -444,10 +489,16 @@ def grade_by_person(
         raise GradingError(msg)
     _check_output(output)
     version = store.get_rubric_version(version_id)
-    criteria = parse_rubric(version["text"])
+    specs = parse_criteria(version["text"])
+    judged = judged_names(specs)
     gaps = gaps or {}
     try:
-        spelling = check_label_criteria(verdicts, criteria, rubric=version["name"])
+        spelling = check_label_criteria(verdicts, [c.name for c in specs], rubric=version["name"])
+        by_code = [spelling[name] for name in verdicts if spelling[name] not in judged]
+        if by_code:
+            names = ", ".join(map(repr, by_code))
+            msg = f"{names} {'is' if len(by_code) == 1 else 'are'} decided by a code check; give verdicts on the other criteria only"
+            raise ValueError(msg)
         given = [
             {
                 "name": spelling[name],
@@ -457,7 +508,7 @@ def grade_by_person(
             }
             for name, value in verdicts.items()
         ]
-        outcome = outcome_from_verdicts(criteria, given, explanation=explanation)
+        outcome = outcome_from_verdicts(judged, given, explanation=explanation)
     except ValueError as exc:
         msg = f"the verdicts cannot be recorded: {exc}"
         raise GradingError(msg) from exc
@@ -479,3 +530,18 @@ def grade_by_person(
     if evaluation_id is not None and decided:
         store.set_labels(evaluation_id, decided, reviewer=reviewer)
     return run_id
+
+
+def code_verdicts(text: str, output: str) -> list[CriterionVerdict]:
+    """What the rubric's code checks decide on `output`, in rubric order (the person
+    grader's form shows them as decided, with their evidence, before it asks the rest).
+
+    The same checks a pass runs (`tools.checks.run_checks`); nothing is stored.
+
+    Examples:
+        >>> [v["passed"] for v in code_verdicts("- Two lines {lines == 2}\\n- Is kind", "a\\nb")]
+        [True]
+    """
+    from rubric_core.tools.checks import run_checks
+
+    return list(run_checks(parse_criteria(text), output).values())

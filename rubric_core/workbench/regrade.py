@@ -19,10 +19,17 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.errors import InputError
 from rubric_core.evaluate import ConsistencyReport, consistency_report
+from rubric_core.grader.judges import check_judges
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.store import RunFilters
-from rubric_core.workbench.grade import GraderFactory, _grader_factory, build_grader
+from rubric_core.workbench.grade import (
+    GraderFactory,
+    _grader_factory,
+    build_grader,
+    check_grader,
+    grader_label,
+)
 
 if TYPE_CHECKING:
     from rubric_core.store import Store
@@ -189,15 +196,21 @@ def _prepare(
     api_key: str | None,
     grader_llm_factory: GraderFactory | None,
 ) -> _Plan:
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 20:
-        msg = f"samples must be an int between 1 and 20, got {samples!r}"
-        raise RegradeError(msg)
+    try:
+        check_judges(None, None, samples)  # the middleware's own rule: 1 to 20
+    except (TypeError, ValueError) as exc:
+        raise RegradeError(str(exc)) from exc
     concurrency = min(validate_concurrency(max_concurrency), MAX_CONCURRENCY)
     items, source = select_passes(
         store, run_ids=run_ids, batch_id=batch_id, filters=filters, all_passes=all_passes
     )
     version = _versions(store, items, rubric_version_id)
-    make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
+    try:
+        check_grader(grader_model, version)
+    except InputError as exc:
+        raise RegradeError(str(exc)) from exc
+    grader_model = grader_label(grader_model)
+    make: GraderFactory = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools)  # unknown tools raise here
     label = name or (
         f"{version['name']}@{version['version']} by {grader_model}"

@@ -20,11 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PassQueries"]
 
-_LATEST_PASS = (
-    "(SELECT e.id FROM evaluations e WHERE e.run_id = r.id "
-    "ORDER BY e.started_at DESC, e.id DESC LIMIT 1)"
-)
-"""The id of run `r`'s final pass: its latest `started_at`, then its highest id."""
+_LATEST_PASS = "r.final_evaluation_id"
+"""The id of run `r`'s final pass: the column the triggers of `store.final_pass` keep
+(its latest `started_at`, then its highest id); the one definition of "the final pass"."""
 
 
 class PassQueries(RunQueries):
@@ -83,22 +81,24 @@ class PassQueries(RunQueries):
                     for row in criteria
                 ],
             )
-            # The run's score is its latest pass's until finish_run says which draft it kept.
+            # The run's score is its final pass's until finish_run says which draft it kept;
+            # the final pass is the column the triggers of `store.final_pass` have just kept.
             tx.run(
                 """
                 UPDATE runs SET
                     iterations = agg.n, grader_input_tokens = agg.tin,
                     grader_output_tokens = agg.tout, regression_count = agg.regressions,
-                    last_result = latest.result, score = latest.score
+                    last_result = (SELECT e.result FROM evaluations e
+                                   WHERE e.id = runs.final_evaluation_id),
+                    score = (SELECT e.score FROM evaluations e
+                             WHERE e.id = runs.final_evaluation_id)
                 FROM (SELECT COUNT(*) AS n, COALESCE(SUM(grader_input_tokens), 0) AS tin,
                              COALESCE(SUM(grader_output_tokens), 0) AS tout,
                              COALESCE(SUM(regression_count), 0) AS regressions
-                      FROM evaluations WHERE run_id = ?) AS agg,
-                     (SELECT result, score FROM evaluations WHERE run_id = ?
-                      ORDER BY started_at DESC, id DESC LIMIT 1) AS latest
+                      FROM evaluations WHERE run_id = ?) AS agg
                 WHERE runs.id = ?
                 """,
-                (run_id, run_id, run_id),
+                (run_id, run_id),
             )
             return evaluation_id
 
@@ -214,10 +214,7 @@ class PassQueries(RunQueries):
             rubric_id = None if chosen.rubric is None else self._rubric_id(chosen.rubric)
             rows = self._backend.query(*summary_pass_rates_sql(rubric_id, chosen.version_id))
         else:
-            final = (
-                " AND e.id = (SELECT e2.id FROM evaluations e2 WHERE e2.run_id = r.id "
-                "ORDER BY e2.started_at DESC, e2.id DESC LIMIT 1)"
-            )
+            final = f" AND e.id = {_LATEST_PASS}"
             rows = self._backend.query(
                 f"""
                 SELECT cr.criterion AS criterion, SUM(cr.passed) AS passed, COUNT(*) AS total,

@@ -14,7 +14,7 @@ from rubric_core.store.errors import StoreError, unknown_rubric, unknown_run, un
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import current_owner, pid_alive
 from rubric_core.store.queries.rubrics import RubricQueries
-from rubric_core.store.rows import MessageRow, message_row
+from rubric_core.store.rows import MessageRow, message_row, stored_score
 from rubric_core.store.sqlbase import now_iso, parse_iso, returned_id
 from rubric_core.store.validation import MAX_PAGE, optional_text, require_int, require_text
 
@@ -278,10 +278,7 @@ class RunQueries(RubricQueries):
         if best_iteration is not None:
             values["best_iteration"] = require_int(best_iteration, "best_iteration", minimum=0)
         if score is not None:
-            if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
-                msg = f"score must be a number from 0 to 1, got {score!r}"
-                raise StoreError(msg, kind="invalid")
-            values["score"] = float(score)
+            values["score"] = stored_score(score, "score")
 
         def job(tx: Tx) -> None:
             row = tx.one("SELECT started_at FROM runs WHERE id = ?", (run_id,))
