@@ -85,6 +85,47 @@ RUN_STATUS_DESCRIPTIONS: dict[str, str] = {
 }
 """One sentence per run status: the loop's statuses plus the run-only ones."""
 
+GRADED_STATUS_DESCRIPTIONS: dict[str, str] = {
+    "satisfied": "Every criterion of the rubric passed.",
+    "needs_revision": (
+        "The output fails at least one criterion; the gaps say what to change. It was "
+        "graded once, as it was given: nothing revises it."
+    ),
+    "max_iterations_reached": (
+        "The grader still wanted changes when the cap on grading passes was hit; the "
+        "output is left as it was given."
+    ),
+    "failed": STATUS_DESCRIPTIONS["failed"],
+    "grader_error": (
+        "The grader itself broke (timeout, missing credentials, unusable output); "
+        "the explanation holds the exception. The output was not judged."
+    ),
+    "running": "The grader is judging the output; its verdict appears when it is graded.",
+    "interrupted": (
+        "The process grading it stopped (the dashboard or CLI was closed, or Stop was "
+        "pressed) before a verdict."
+    ),
+    "error": "Grading raised before a verdict could be stored; the error is shown.",
+}
+"""One sentence per run status for a grade-only run (an output graded as it was given,
+by `grade`, a graded dataset or the Run page's grade form): no agent is mentioned."""
+
+
+def status_sentence(status: str | None, *, graded: bool = False) -> str:
+    """What a run status means, in one sentence: the one home of the status sentences,
+    read by the CLI and every page. `graded` picks the sentence of a grade-only run
+    (`agent_kind == GRADED_KIND`), which mentions no agent; an unknown status says so.
+
+    Examples:
+        >>> "agent" in status_sentence("needs_revision", graded=True)
+        False
+        >>> status_sentence("bogus")
+        "Unknown status 'bogus'."
+    """
+    table = GRADED_STATUS_DESCRIPTIONS if graded else RUN_STATUS_DESCRIPTIONS
+    return table.get(status or "", f"Unknown status {status!r}.")
+
+
 AgentKind = Literal["basic", "deep"]
 """`basic` is `langchain.agents.create_agent`, `deep` is deepagents' `create_deep_agent`."""
 

@@ -118,7 +118,7 @@ def _watch(
     status = str(row["status"])
     if not quiet and row.get("final_output"):
         click.echo("\nFinal answer:\n" + row["final_output"].rstrip() + "\n")
-    click.echo(f"Status: {status} — {describe_status(status)}")
+    click.echo(f"Status: {status} — {describe_status(status, row.get('agent_kind'))}")
     if row.get("score") is not None:
         kept = row.get("best_iteration")
         click.echo(

@@ -92,12 +92,18 @@ def grade(
         )
     finally:
         store.close()
+    from rubric_core.cli.common import describe_status
+    from rubric_core.schema import GRADED_KIND
+
     results = ", ".join(f"{n} {r}" for r, n in sorted(summary["by_result"].items()))
+    meanings = "".join(
+        f"\n  {r}: {describe_status(r, GRADED_KIND)}" for r in sorted(summary["by_result"])
+    )
     _echo(
         summary,
         as_json,
         f"Graded {len(summary['run_ids'])} outputs ({results}) as batch {summary['batch_id']}; "
-        f"{summary['labelled']} labels stored.",
+        f"{summary['labelled']} labels stored.{meanings}",
     )
 
 

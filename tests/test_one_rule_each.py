@@ -1,0 +1,66 @@
+"""Issue 21's wording findings, library and CLI side: one rule each, read as it is meant.
+
+Real SQLite stores in tmp_path, replay models (scripted turns, not language models).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rubric_core.cli import cli
+from rubric_core.schema import RUN_STATUSES, status_sentence
+from rubric_core.ui import status_meaning
+
+BOTTLE = "- Exactly two sentences\n- Fewer than 40 words\n- Says the bottle keeps drinks cold"
+
+
+@pytest.fixture
+def invoke(tmp_path: Path):
+    db = tmp_path / "cli.db"
+
+    def run(*args: str):
+        return CliRunner().invoke(cli, [*args, "--db", str(db)], catch_exceptions=False)
+
+    run.db = db  # type: ignore[attr-defined]
+    return run
+
+
+def _outputs(tmp_path: Path, texts: list[str], labels: list[dict] | None = None) -> Path:
+    data = tmp_path / "outputs.jsonl"
+    rows = []
+    for i, text in enumerate(texts):
+        row = {"input": f"describe bottle {i}", "output": f"```text\n{text}\n```"}
+        if labels:
+            row["labels"] = labels[i]
+        rows.append(json.dumps(row))
+    data.write_text("\n".join(rows))
+    return data
+
+
+# ---------------------------------------------------------------- finding 4
+
+
+def test_grade_only_sentences_mention_no_agent() -> None:
+    for status in RUN_STATUSES:
+        assert "agent" not in status_sentence(status, graded=True), status
+        assert status_meaning(status, "graded") == status_sentence(status, graded=True)
+        assert status_meaning(status, "basic") == status_sentence(status)
+    assert "revising" in status_sentence("needs_revision")
+
+
+def test_cli_grade_says_what_each_result_means_without_an_agent(invoke, tmp_path: Path) -> None:
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text(BOTTLE)
+    assert invoke("rubrics", "add", "bottle", str(rubric)).exit_code == 0
+    data = _outputs(tmp_path, ["It keeps drinks cold. It is steel.", "It keeps drinks cold."])
+    out = invoke(
+        "grade", "--input-file", str(data), "--rubric", "bottle",
+        "--grader", "replay:satisfied_first_try", "--tool", "text_stats",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert f"needs_revision: {status_sentence('needs_revision', graded=True)}" in out.output
+    assert "agent" not in out.output
