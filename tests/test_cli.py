@@ -261,7 +261,7 @@ def test_export_criteria_csv_and_runs_jsonl(invoke, tmp_path):
 
     out = tmp_path / "criteria.csv"
     result = invoke("export", "--format", "csv", "--output", str(out),
-                    "--rubric", "scenario-needs_revision_then_satisfied")  # fmt: skip
+                    "--rubric", "needs_revision_then_satisfied")  # fmt: skip
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert len(rows) == 6  # 2 passes x 3 criteria

@@ -64,3 +64,18 @@ def test_cli_grade_says_what_each_result_means_without_an_agent(invoke, tmp_path
     assert out.exit_code == 0, out.output
     assert f"needs_revision: {status_sentence('needs_revision', graded=True)}" in out.output
     assert "agent" not in out.output
+
+
+# ---------------------------------------------------------------- finding 7
+
+
+def test_run_scenario_saves_the_rubric_under_the_scenario_name(invoke) -> None:
+    from rubric_core.providers.replay import scenario_rubric_name
+    from rubric_core.store import Store
+
+    out = invoke("run", "--scenario", "haiku")
+    assert out.exit_code == 0, out.output
+    assert "rubric 'haiku' v1" in out.output
+    assert scenario_rubric_name("replay:haiku?latency_s=1") == "haiku"
+    with Store(invoke.db) as store:
+        assert [(r["name"], r["tags"]) for r in store.list_rubrics()] == [("haiku", ["scenario"])]

@@ -83,3 +83,29 @@ def test_runs_page_says_no_agent_revises_a_graded_run(
     status = next(a for a in _alerts(app) if a.startswith("**needs revision**"))
     assert "agent" not in status
     assert "graded once" in status
+
+
+# ---------------------------------------------------------------- finding 7
+
+
+def test_try_it_and_run_scenario_store_the_demo_under_one_rubric(
+    app: AppTest, db_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from app_widgets.session import run_registry
+    from rubric_core.cli import cli
+
+    app.button(key="rubrics_try").click().run()
+    _no_exception(app)
+    handle = run_registry().run(app.session_state["run_watch"])
+    assert handle is not None
+    handle.stop()
+    assert handle.wait(RUN_TIMEOUT_S)
+    out = CliRunner().invoke(cli, ["run", "--scenario", "haiku", "--quiet", "--db", str(db_path)])
+    assert out.exit_code == 0, out.output
+    with Store(db_path) as store:
+        assert [r["name"] for r in store.list_rubrics()] == ["haiku"]
+        assert len(store.rubric_versions("haiku")) == 1
+        runs = store.list_runs(rubric="haiku")
+        assert len(runs) == 2
