@@ -209,7 +209,8 @@ def test_batch_prints_the_summary(invoke, tmp_path, db):
     assert ": 3 runs" in out
     assert "Satisfied rate: 100.0%" in out
     assert "Mean iterations to satisfied: 2.00" in out
-    assert "50.0%  (3/6)  States the release date" in out
+    assert "Per-criterion pass rate over each run's final pass:" in out
+    assert "100.0%  (3/3)  States the release date" in out
     assert "Grader errors: 0" in out
     with Store(db) as store:
         assert store.count_runs(status="satisfied") == 3

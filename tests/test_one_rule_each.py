@@ -79,3 +79,27 @@ def test_run_scenario_saves_the_rubric_under_the_scenario_name(invoke) -> None:
     assert scenario_rubric_name("replay:haiku?latency_s=1") == "haiku"
     with Store(invoke.db) as store:
         assert [(r["name"], r["tags"]) for r in store.list_rubrics()] == [("haiku", ["scenario"])]
+
+
+# ---------------------------------------------------------------- finding 8
+
+
+def test_cli_batch_pass_rates_count_each_run_final_pass_and_say_so(invoke, tmp_path) -> None:
+    from rubric_core.batch import PASS_RATE_RULE
+
+    inputs = tmp_path / "inputs.csv"
+    inputs.write_text("input\nfirst\nsecond\n")
+    out = invoke(
+        "batch", "--scenario", "needs_revision_then_satisfied", "--input-file", str(inputs),
+        "--json",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.stdout)
+    assert summary["pass_rate_rule"] == PASS_RATE_RULE
+    # Each run took two passes; each counts once, with the verdict it ended on.
+    assert [(r["passed"], r["total"]) for r in summary["criterion_pass_rates"]] == [(2, 2)] * 3
+    text = invoke(
+        "batch", "--scenario", "needs_revision_then_satisfied", "--input-file", str(inputs)
+    )
+    assert f"{PASS_RATE_RULE}:" in text.output
+    assert "(2/2)" in text.output and "(1/2)" not in text.output

@@ -109,3 +109,36 @@ def test_try_it_and_run_scenario_store_the_demo_under_one_rubric(
         assert len(store.rubric_versions("haiku")) == 1
         runs = store.list_runs(rubric="haiku")
         assert len(runs) == 2
+
+
+# ---------------------------------------------------------------- finding 8
+
+
+def test_batch_page_pass_rates_are_the_cli_ones_and_name_the_rule(
+    app: AppTest, db_path: Path, tmp_path: Path
+) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from rubric_core.batch import PASS_RATE_RULE
+    from rubric_core.cli import cli
+
+    inputs = tmp_path / "inputs.csv"
+    inputs.write_text("input\nfirst\nsecond\n")
+    out = CliRunner().invoke(
+        cli,
+        ["batch", "--scenario", "needs_revision_then_satisfied", "--input-file", str(inputs),
+         "--json", "--db", str(db_path)],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.stdout)
+    _page(app, "batch", batch=summary["batch_id"])
+    _no_exception(app)
+    charts = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    rates = next(c for c in charts if c["layout"]["title"]["text"].startswith(PASS_RATE_RULE))
+    cli_rates = [
+        f"{r['pass_rate']:.0%} ({r['passed']}/{r['total']})"
+        for r in summary["criterion_pass_rates"]
+    ]
+    assert sorted(rates["data"][0]["text"]) == sorted(cli_rates)

@@ -285,7 +285,7 @@ def format_summary(summary: BatchSummary) -> str:
                 for n, count in summary.iterations_to_satisfied.items()
             )
         )
-    lines.append("Per-criterion pass rates:")
+    lines.append(f"{summary.pass_rate_rule}:")
     if not summary.criterion_pass_rates:
         lines.append("  (no graded criteria)")
     for row in summary.criterion_pass_rates:
