@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from rubric_core.cli import cli
-from rubric_core.schema import RUN_STATUSES, status_sentence
+from rubric_core.schema import RUN_STATUSES
 from rubric_core.ui import status_meaning
 
 BOTTLE = "- Exactly two sentences\n- Fewer than 40 words\n- Says the bottle keeps drinks cold"
@@ -45,6 +45,8 @@ def _outputs(tmp_path: Path, texts: list[str], labels: list[dict] | None = None)
 
 
 def test_grade_only_sentences_mention_no_agent() -> None:
+    from rubric_core.schema import status_sentence
+
     for status in RUN_STATUSES:
         assert "agent" not in status_sentence(status, graded=True), status
         assert status_meaning(status, "graded") == status_sentence(status, graded=True)
@@ -53,6 +55,8 @@ def test_grade_only_sentences_mention_no_agent() -> None:
 
 
 def test_cli_grade_says_what_each_result_means_without_an_agent(invoke, tmp_path: Path) -> None:
+    from rubric_core.schema import status_sentence
+
     rubric = tmp_path / "rubric.txt"
     rubric.write_text(BOTTLE)
     assert invoke("rubrics", "add", "bottle", str(rubric)).exit_code == 0
@@ -103,3 +107,29 @@ def test_cli_batch_pass_rates_count_each_run_final_pass_and_say_so(invoke, tmp_p
     )
     assert f"{PASS_RATE_RULE}:" in text.output
     assert "(2/2)" in text.output and "(1/2)" not in text.output
+
+
+# ---------------------------------------------------------------- finding 10
+
+
+def test_experiment_matrix_rows_are_inputs_and_pickers_follow_labels() -> None:
+    from rubric_core.ui import experiment_matrix_rows, experiment_picker_key, runs_table
+
+    comparison = {
+        "rows": [
+            {"item_id": 11, "criterion": "rhymes", "a": True, "b": False, "change": "regressed"},
+            {"item_id": 12, "criterion": "rhymes", "a": True, "b": True, "change": "same"},
+        ]
+    }
+    items = [{"evaluation_id": 11, "input": "Write a poem"}, {"evaluation_id": 12, "input": "Hi"}]
+    rows = experiment_matrix_rows(comparison, items)
+    assert [(r["input"], r["rhymes"], r["pass"]) for r in rows] == [
+        ("Write a poem", "✓ → ✗", "#11"),
+        ("Hi", "✓", "#12"),
+    ]
+    running = {"id": 3, "rubric": "r", "version": 1, "items": 0, "status": "running"}
+    done = {**running, "items": 6, "status": "done"}
+    assert experiment_picker_key("k", [running]) != experiment_picker_key("k", [done])
+    assert experiment_picker_key("k", [done]) == experiment_picker_key("k", [dict(done)])
+    (row,) = runs_table([{"id": 1, "status": "running", "score": None, "started_at": None}])
+    assert row["score"] == "—"

@@ -142,3 +142,78 @@ def test_batch_page_pass_rates_are_the_cli_ones_and_name_the_rule(
         for r in summary["criterion_pass_rates"]
     ]
     assert sorted(rates["data"][0]["text"]) == sorted(cli_rates)
+
+
+# ---------------------------------------------------------------- finding 10
+
+
+def _picker(at: AppTest, label: str):
+    return next(s for s in at.selectbox if s.label == label)
+
+
+def test_experiment_pickers_follow_a_finished_experiment_and_rows_are_inputs(
+    app: AppTest, db_path: Path
+) -> None:
+    from app_widgets.session import regrade_jobs
+    from rubric_core.workbench.grade import grade_outputs
+
+    _page(app, "run")
+    app.selectbox(key="run_scenario_helper").set_value("satisfied_first_try")
+    app.button(key="run_use_scenario").click().run()
+    with Store(db_path) as store:
+        version = store.rubric_versions("satisfied_first_try")[-1]
+        rows = [
+            {
+                "row": n,
+                "input": f"describe bottle {n}",
+                "output": f"```text\n{text}\n```",
+                "labels": {},
+            }
+            for n, text in enumerate(["It is cold. It is light.", "It is cold."], start=2)
+        ]
+        grade_outputs(
+            store, rows, rubric_version_id=version["id"],
+            grader_model="replay:satisfied_first_try", grader_tools=["text_stats"],
+        )  # fmt: skip
+    _page(app, "experiments")
+    for latency in (0.0, 1.0):  # the second grades slowly enough to be picked while it runs
+        app.selectbox(key="exp_grader_scenario").set_value("satisfied_first_try")
+        app.number_input(key="exp_grader_latency").set_value(latency)
+        app.multiselect(key="exp_tools").set_value(["text_stats"])
+        app.button(key="exp_launch").click().run()
+        assert not app.error, [e.value for e in app.error]
+    job = regrade_jobs()[app.session_state["exp_watch"]]
+    # Pick the other way round from the defaults while #2 reads "0 items · running".
+    _picker(app, "Experiment A").set_value(2)
+    _picker(app, "Experiment B").set_value(1)
+    app.run()
+    running = _picker(app, "Experiment A")
+    assert "running" in running.options[running.index]
+    job.thread.join(RUN_TIMEOUT_S)
+    app.run()
+    _no_exception(app)
+    a, b = _picker(app, "Experiment A"), _picker(app, "Experiment B")
+    # A browser keeps a picker's choice as the label it showed, and would go on showing
+    # "0 items · running" under an unchanged widget: the picker is a new widget once the
+    # label changes, with the choice kept.
+    assert a.key != running.key
+    assert (a.value, b.value) == (2, 1)
+    assert all("running" not in option and "2 items" in option for option in a.options)
+    matrix = next(d.value for d in app.dataframe if "pass" in d.value.columns)
+    assert sorted(matrix["input"]) == ["describe bottle 2", "describe bottle 3"]
+
+
+def test_runs_grid_shows_a_dash_for_a_running_run_score(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    with Store(db_path) as store:
+        version = store.save_rubric_version("essay", "- has a title\n- cites a source")
+        store.create_run(
+            rubric_version_id=version["id"], input="still going", agent_model="replay:x",
+            grader_model="replay:x", max_iterations=3, agent_kind="basic",
+        )  # fmt: skip
+    _page(app, "runs")
+    _no_exception(app)
+    table = app.dataframe[0].value
+    assert list(table["score"]) == ["—"]
+    assert "None" not in table.astype(str).to_numpy().ravel().tolist()
