@@ -109,7 +109,7 @@ def render_passes(evaluations: list[dict], *, running: bool = True) -> None:
             if detail["gaps"]:
                 st.caption("Gaps (what the grader asked to change)")
                 for criterion, gap in detail["gaps"]:
-                    st.text(f"✗ {criterion}\n   → {gap}")
+                    st.text(f"{detail['marks'].get(criterion, '✗')} {criterion}\n   → {gap}")
 
 
 def render_transcript(store: Store, run_id: int) -> None:

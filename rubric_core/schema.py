@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, NotRequired
 
 from pydantic import BaseModel, Field, StrictBool, model_validator
@@ -124,6 +125,46 @@ def status_sentence(status: str | None, *, graded: bool = False) -> str:
     """
     table = GRADED_STATUS_DESCRIPTIONS if graded else RUN_STATUS_DESCRIPTIONS
     return table.get(status or "", f"Unknown status {status!r}.")
+
+
+PENALTY_MARKS: dict[bool, str] = {True: "absent ✓", False: "present ✗"}
+"""How a penalty's verdict reads (`- [-N] text`, something the work must not do): its
+criterion *passes* when the bad thing is absent, so ✓ alone would read as "it invents
+a price". Every output that shows verdicts uses `criterion_mark`."""
+
+
+def criterion_mark(passed: bool | None, *, penalty: bool = False) -> str:
+    """A verdict's mark where it is printed or shown: `✓` / `✗` (`?` undecided), and for
+    a penalty `absent ✓` / `present ✗`, the one wording the CLI and the pages use.
+
+    Examples:
+        >>> criterion_mark(True), criterion_mark(False), criterion_mark(None)
+        ('✓', '✗', '?')
+        >>> criterion_mark(True, penalty=True), criterion_mark(False, penalty=True)
+        ('absent ✓', 'present ✗')
+    """
+    if passed is None:
+        return "?"
+    if penalty:
+        return PENALTY_MARKS[bool(passed)]
+    return "✓" if passed else "✗"
+
+
+def is_penalty(verdict: object) -> bool:
+    """Whether a verdict dict (stored: `weight` when not 1) is a penalty's (weight below 0).
+
+    Examples:
+        >>> is_penalty({"name": "Invents a price", "passed": True, "weight": -5})
+        True
+        >>> is_penalty({"name": "a", "passed": True})
+        False
+    """
+    if not isinstance(verdict, Mapping):
+        return False
+    try:
+        return int(verdict.get("weight") or 1) < 0
+    except (TypeError, ValueError):
+        return False
 
 
 AgentKind = Literal["basic", "deep"]

@@ -133,3 +133,35 @@ def test_experiment_matrix_rows_are_inputs_and_pickers_follow_labels() -> None:
     assert experiment_picker_key("k", [done]) == experiment_picker_key("k", [dict(done)])
     (row,) = runs_table([{"id": 1, "status": "running", "score": None, "started_at": None}])
     assert row["score"] == "—"
+
+
+# ---------------------------------------------------------------- finding 5
+
+
+def test_a_penalty_verdict_reads_absent_or_present() -> None:
+    from rubric_core.schema import criterion_mark
+    from rubric_core.ui import pass_details, review_rows
+
+    assert (criterion_mark(True, penalty=True), criterion_mark(False, penalty=True)) == (
+        "absent ✓",
+        "present ✗",
+    )
+    verdicts = [
+        {"name": "Gives the date", "passed": True},
+        {"name": "Invents a price", "passed": False, "gap": "remove it", "weight": -5},
+    ]
+    (detail,) = pass_details([{"criteria": verdicts, "score": 0.0}])
+    assert detail["marks"] == {"Gives the date": "✓", "Invents a price": "present ✗"}
+    rows = review_rows(verdicts, {})
+    assert [(r["judge"], r["penalty"]) for r in rows] == [
+        ("pass", False),
+        ("present ✗ (fail)", True),
+    ]
+
+
+def test_cli_run_prints_a_penalty_as_absent_or_present(invoke) -> None:
+    out = invoke("run", "--scenario", "release_note_regression")
+    lines = out.output.splitlines()
+    assert "  absent ✓ Invents a price (penalty)" in lines
+    assert any(line.startswith("  present ✗ Invents a price (penalty)") for line in lines)
+    assert not any(line.startswith("  ✓ Invents a price") for line in lines)

@@ -217,3 +217,37 @@ def test_runs_grid_shows_a_dash_for_a_running_run_score(
     table = app.dataframe[0].value
     assert list(table["score"]) == ["—"]
     assert "None" not in table.astype(str).to_numpy().ravel().tolist()
+
+
+# ---------------------------------------------------------------- finding 5
+
+
+def test_run_detail_and_review_read_a_penalty_as_absent_or_present(
+    app: AppTest, db_path: Path
+) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from rubric_core.cli import cli
+    from rubric_core.ui import PENALTY_HINT
+
+    out = CliRunner().invoke(
+        cli, ["run", "--scenario", "release_note_regression", "--quiet", "--db", str(db_path)]
+    )
+    assert "Status:" in out.output, out.output
+    _page(app, "runs", run="1")
+    _no_exception(app)
+    texts = [t.value for t in app.text]
+    assert any(t.startswith("present ✗ Invents a price") for t in texts), texts
+    charts = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    heatmap = next(c for c in charts if c["data"] and c["data"][0]["type"] == "heatmap")
+    assert any(label.endswith("Invents a price (penalty)") for label in heatmap["data"][0]["y"])
+    assert any("present ✗ (penalty)" in h for row in heatmap["data"][0]["hovertext"] for h in row)
+    _page(app, "review", run="1")
+    _no_exception(app)
+    captions = [c.value for c in app.caption]
+    assert any(c.startswith("Judge: present ✗ (fail) — Remove the price") for c in captions), [
+        c for c in captions if "Judge" in c
+    ]
+    assert PENALTY_HINT in captions

@@ -17,6 +17,7 @@ comparison tables), `export` (datasets, preview and download), `charts` (Plotly 
 from __future__ import annotations
 
 from rubric_core.errors import InputError
+from rubric_core.rubric import penalty_names
 from rubric_core.ui.agreement import (
     change_mark,
     comparison_delta_rows,
@@ -89,6 +90,7 @@ from rubric_core.ui.passes import (
 )
 from rubric_core.ui.review import (
     HUMAN_CHOICES,
+    PENALTY_HINT,
     REVIEW_SHORTCUTS,
     ReviewQueue,
     batch_options,
@@ -139,6 +141,7 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "HUMAN_CHOICES",
     "MODEL_SOURCES",
+    "PENALTY_HINT",
     "REVIEW_SHORTCUTS",
     "RUBRIC_TEMPLATES",
     "VERDICT_MARKS",
@@ -204,6 +207,7 @@ __all__ = [
     "pass_details",
     "pass_label",
     "pass_rate_figure",
+    "penalty_names",
     "plain",
     "preview_rows",
     "progress",
