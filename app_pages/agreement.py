@@ -40,7 +40,7 @@ predictor, reference = "judge", "human"
 run_of: dict[int, int] = {}
 try:
     if mode == "judge":
-        scope = review_scope(store, key="agree")
+        scope = review_scope(store, key="agree", want="labels")
         if scope is None:
             st.stop()
         _, filters = scope

@@ -165,3 +165,75 @@ def test_cli_run_prints_a_penalty_as_absent_or_present(invoke) -> None:
     assert "  absent ✓ Invents a price (penalty)" in lines
     assert any(line.startswith("  present ✗ Invents a price (penalty)") for line in lines)
     assert not any(line.startswith("  ✓ Invents a price") for line in lines)
+
+
+# ---------------------------------------------------------------- finding 6
+
+
+def _labelled_versions(db: Path) -> dict[str, int]:
+    """essay v1: two graded passes, both labelled; essay v2: one graded pass, no label;
+    memo v1: one labelled pass. Returns the version ids."""
+    from rubric_core.store import Store
+    from tests.conftest import make_evaluation
+
+    with Store(db) as store:
+        v1 = store.save_rubric_version("essay", "- has a title\n- cites a source")
+        v2 = store.save_rubric_version("essay", "- has a title\n- cites a source\n- is short")
+        memo = store.save_rubric_version("memo", "- is dated")
+        plan = [
+            (v1, [("has a title", True), ("cites a source", False, "add one")], {"has a title": True, "cites a source": True}),
+            (v1, [("has a title", True), ("cites a source", True)], {"has a title": True, "cites a source": True}),
+            (v2, [("has a title", True), ("cites a source", True), ("is short", True)], None),
+            (memo, [("is dated", True)], {"is dated": False}),
+        ]  # fmt: skip
+        for version, verdicts, labels in plan:
+            run_id = store.create_run(
+                rubric_version_id=version["id"], input="q", agent_model="",
+                grader_model="replay:x", max_iterations=1, agent_kind="graded",
+            )  # fmt: skip
+            evaluation_id = store.record_evaluation(run_id, make_evaluation(verdicts=verdicts))
+            store.finish_run(run_id, status="satisfied", final_output="d")
+            if labels:
+                store.set_labels(evaluation_id, labels, reviewer="ana")
+    return {"essay v1": v1["id"], "essay v2": v2["id"], "memo v1": memo["id"]}
+
+
+def test_review_and_agreement_open_where_there_is_something_to_see(tmp_path: Path) -> None:
+    from rubric_core.store import Store
+    from rubric_core.workbench.agreement import (
+        agreement_by_rubric,
+        labels_elsewhere,
+        opening_version,
+    )
+
+    ids = _labelled_versions(tmp_path / "s.db")
+    with Store(tmp_path / "s.db") as store:
+        assert opening_version(store, "essay", want="review") == ids["essay v2"]
+        assert opening_version(store, "essay", want="labels") == ids["essay v1"]
+        assert labels_elsewhere(store, "essay", ids["essay v2"]) == (
+            "v2 has no human label yet; v1 holds labels on 2 passes: pick it above to see them."
+        )
+        assert labels_elsewhere(store, "essay", ids["essay v1"]) is None
+        reports = agreement_by_rubric(store)
+    assert [(r["rubric"], r["overall"]["n"]) for r in reports] == [("essay", 4), ("memo", 1)]
+
+
+def test_cli_agreement_reports_per_rubric_and_pools_only_when_asked(invoke, tmp_path) -> None:
+    _labelled_versions(invoke.db)
+    per_rubric = json.loads(invoke("agreement", "--json").output)
+    assert per_rubric["scope"] == "per_rubric"
+    assert [(r["rubric"], r["overall"]["n"]) for r in per_rubric["rubrics"]] == [
+        ("essay", 4),
+        ("memo", 1),
+    ]
+    text = invoke("agreement").output
+    assert "rubric essay:\n  overall: n=4" in text and "rubric memo:\n  overall: n=1" in text
+    pooled = json.loads(invoke("agreement", "--pooled", "--json").output)
+    assert (pooled["scope"], pooled["pooled_rubrics"], pooled["overall"]["n"]) == (
+        "pooled",
+        ["essay", "memo"],
+        5,
+    )
+    assert invoke("agreement", "--pooled").output.startswith("pooled over every rubric")
+    bad = invoke("agreement", "--pooled", "--rubric", "essay")
+    assert bad.exit_code != 0 and "--pooled" in bad.output

@@ -251,3 +251,38 @@ def test_run_detail_and_review_read_a_penalty_as_absent_or_present(
         c for c in captions if "Judge" in c
     ]
     assert PENALTY_HINT in captions
+
+
+# ---------------------------------------------------------------- finding 6
+
+
+def test_review_and_agreement_open_where_the_labels_are(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    with Store(db_path) as store:
+        v1 = store.save_rubric_version("essay", "- has a title\n- cites a source")
+        for passed in (True, False):
+            verdicts = [("has a title", True), ("cites a source", passed, "add one")]
+            run_id = _graded_run(store, v1["id"], make_evaluation(verdicts=verdicts),
+                                 status="satisfied")  # fmt: skip
+            (item,) = store.review_items(run_ids=[run_id])
+            store.set_labels(
+                int(item["evaluation_id"]), {"has a title": True, "cites a source": True},
+                reviewer="ana",
+            )  # fmt: skip
+        v2 = store.save_rubric_version("essay", "- has a title\n- cites a source\n- is short")
+        verdicts = [("has a title", True), ("cites a source", True), ("is short", True)]
+        _graded_run(store, v2["id"], make_evaluation(verdicts=verdicts), status="satisfied")
+    _page(app, "agreement")
+    _no_exception(app)
+    version = app.selectbox(key="agree_version_essay")
+    assert version.value == v1["id"]
+    assert {m.label: m.value for m in app.metric}["Labelled items (n)"] == "4"
+    # Review opens on v2, which has a pass to label, and says v1 holds the labels.
+    _page(app, "review")
+    _no_exception(app)
+    assert app.selectbox(key="review_version_essay").value == v2["id"]
+    notes = [i.value for i in app.info]
+    assert any(
+        n.startswith("v2 has no human label yet; v1 holds labels on 2 passes") for n in notes
+    )
