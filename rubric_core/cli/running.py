@@ -97,9 +97,10 @@ def _penalties(store: Store, run_id: int) -> frozenset[str]:
     from rubric_core.rubric import penalty_names
     from rubric_core.store import STORE_FAULTS
 
+    faults: tuple[type[BaseException], ...] = (KeyError, *STORE_FAULTS)
     try:
         version = store.get_rubric_version(store.get_run(run_id)["rubric_version_id"])
-    except (KeyError, *STORE_FAULTS):
+    except faults:
         return frozenset()
     return penalty_names(str(version.get("text") or ""))
 
