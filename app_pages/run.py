@@ -119,7 +119,7 @@ def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     st.divider()
     run = store.get_run(int(last))
     st.subheader(f"Graded run #{last} · {rubric_label(run)}")
-    show_status(run["status"], error=run.get("error"))
+    show_status(run["status"], error=run.get("error"), agent_kind=run.get("agent_kind"))
     render_passes(store.run_evaluations(int(last)), running=run["status"] == "running")
     point_review_at(version, None)
     st.page_link(

@@ -345,6 +345,20 @@ def parse_rubric(text: str) -> list[str]:
     return names
 
 
+def penalty_names(text: str) -> frozenset[str]:
+    """The names of a rubric's penalties (`- [-N] text`), for showing their verdicts as
+    `absent ✓` / `present ✗` (`schema.criterion_mark`); empty when the text does not parse.
+
+    Examples:
+        >>> sorted(penalty_names("- Gives the date\\n- [-5] Invents a price"))
+        ['Invents a price']
+    """
+    try:
+        return frozenset(c.name for c in parse_criteria(text) if c.penalty)
+    except RubricError:
+        return frozenset()
+
+
 def validate_criteria(text: object) -> list[CriterionSpec]:
     """Parse a rubric and reject one that cannot be graded; returns its criteria.
 

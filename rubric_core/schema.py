@@ -86,6 +86,87 @@ RUN_STATUS_DESCRIPTIONS: dict[str, str] = {
 }
 """One sentence per run status: the loop's statuses plus the run-only ones."""
 
+GRADED_STATUS_DESCRIPTIONS: dict[str, str] = {
+    "satisfied": "Every criterion of the rubric passed.",
+    "needs_revision": (
+        "The output fails at least one criterion; the gaps say what to change. It was "
+        "graded once, as it was given: nothing revises it."
+    ),
+    "max_iterations_reached": (
+        "The grader still wanted changes when the cap on grading passes was hit; the "
+        "output is left as it was given."
+    ),
+    "failed": STATUS_DESCRIPTIONS["failed"],
+    "grader_error": (
+        "The grader itself broke (timeout, missing credentials, unusable output); "
+        "the explanation holds the exception. The output was not judged."
+    ),
+    "running": "The grader is judging the output; its verdict appears when it is graded.",
+    "interrupted": (
+        "The process grading it stopped (the dashboard or CLI was closed, or Stop was "
+        "pressed) before a verdict."
+    ),
+    "error": "Grading raised before a verdict could be stored; the error is shown.",
+}
+"""One sentence per run status for a grade-only run (an output graded as it was given,
+by `grade`, a graded dataset or the Run page's grade form): no agent is mentioned."""
+
+
+def status_sentence(status: str | None, *, graded: bool = False) -> str:
+    """What a run status means, in one sentence: the one home of the status sentences,
+    read by the CLI and every page. `graded` picks the sentence of a grade-only run
+    (`agent_kind == GRADED_KIND`), which mentions no agent; an unknown status says so.
+
+    Examples:
+        >>> "agent" in status_sentence("needs_revision", graded=True)
+        False
+        >>> status_sentence("bogus")
+        "Unknown status 'bogus'."
+    """
+    table = GRADED_STATUS_DESCRIPTIONS if graded else RUN_STATUS_DESCRIPTIONS
+    return table.get(status or "", f"Unknown status {status!r}.")
+
+
+PENALTY_MARKS: dict[bool, str] = {True: "absent ✓", False: "present ✗"}
+"""How a penalty's verdict reads (`- [-N] text`, something the work must not do): its
+criterion *passes* when the bad thing is absent, so ✓ alone would read as "it invents
+a price". Every output that shows verdicts uses `criterion_mark`."""
+
+
+def criterion_mark(passed: bool | None, *, penalty: bool = False) -> str:
+    """A verdict's mark where it is printed or shown: `✓` / `✗` (`?` undecided), and for
+    a penalty `absent ✓` / `present ✗`, the one wording the CLI and the pages use.
+
+    Examples:
+        >>> criterion_mark(True), criterion_mark(False), criterion_mark(None)
+        ('✓', '✗', '?')
+        >>> criterion_mark(True, penalty=True), criterion_mark(False, penalty=True)
+        ('absent ✓', 'present ✗')
+    """
+    if passed is None:
+        return "?"
+    if penalty:
+        return PENALTY_MARKS[bool(passed)]
+    return "✓" if passed else "✗"
+
+
+def is_penalty(verdict: object) -> bool:
+    """Whether a verdict dict (stored: `weight` when not 1) is a penalty's (weight below 0).
+
+    Examples:
+        >>> is_penalty({"name": "Invents a price", "passed": True, "weight": -5})
+        True
+        >>> is_penalty({"name": "a", "passed": True})
+        False
+    """
+    if not isinstance(verdict, Mapping):
+        return False
+    try:
+        return int(verdict.get("weight") or 1) < 0
+    except (TypeError, ValueError):
+        return False
+
+
 AgentKind = Literal["basic", "deep"]
 """`basic` is `langchain.agents.create_agent`, `deep` is deepagents' `create_deep_agent`."""
 

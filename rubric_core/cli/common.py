@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rubric_core.schema import RUN_STATUS_DESCRIPTIONS
+from rubric_core.schema import GRADED_KIND, status_sentence
 
 if TYPE_CHECKING:
     from rubric_core.store import Store
@@ -63,14 +63,15 @@ class StoreFailure(click.ClickException):
         click.echo(f"Error: {self.format_message()}", err=True)
 
 
-def describe_status(status: str) -> str:
-    """The one-sentence meaning of a run status (empty for an unknown one).
+def describe_status(status: str, agent_kind: str | None = None) -> str:
+    """The one-sentence meaning of a run status (`schema.status_sentence`); a grade-only
+    run (`agent_kind="graded"`) gets the sentence that mentions no agent.
 
     Examples:
         >>> describe_status("satisfied")
         'Every criterion of the rubric passed.'
     """
-    return RUN_STATUS_DESCRIPTIONS.get(status, "")
+    return status_sentence(status, graded=agent_kind == GRADED_KIND)
 
 
 def open_store(db: str | Path | None) -> Store:

@@ -228,11 +228,18 @@ def _with_scenario(store: Store, options: SpecOptions) -> SpecOptions:
     data = load_scenario(name)
     rubric_name = options.rubric_name
     if rubric_name is None:
-        rubric_name = f"scenario-{name}"
+        from rubric_core.providers.replay import (
+            SCENARIO_RUBRIC_NOTE,
+            SCENARIO_RUBRIC_TAGS,
+            scenario_rubric_name,
+        )
+
+        rubric_name = scenario_rubric_name(name)
         try:
             store.save_rubric_version(
-                rubric_name, data["rubric"], tags=["scenario"], note="bundled scenario"
-            )
+                rubric_name, data["rubric"], tags=list(SCENARIO_RUBRIC_TAGS),
+                note=SCENARIO_RUBRIC_NOTE,
+            )  # fmt: skip
         except Exception as exc:
             raise BadInput(f"scenario {name!r}: {exc}") from exc
     replay = f"{REPLAY_PREFIX}{name}"
@@ -252,7 +259,8 @@ def _with_scenario(store: Store, options: SpecOptions) -> SpecOptions:
 def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
     """The `RunSpec` the options describe, for `input_text`.
 
-    A `--scenario` saves its rubric (as `scenario-<name>`, unless `--rubric` names one)
+    A `--scenario` saves its rubric (under the scenario's name, `scenario_rubric_name`,
+    unless `--rubric` names one)
     and fills the models, tools, agent kind and iteration cap that were not given;
     models still unset come from `models.default_models()`.
 

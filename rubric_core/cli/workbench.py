@@ -97,12 +97,18 @@ def grade(
         )
     finally:
         store.close()
+    from rubric_core.cli.common import describe_status
+    from rubric_core.schema import GRADED_KIND
+
     results = ", ".join(f"{n} {r}" for r, n in sorted(summary["by_result"].items()))
+    meanings = "".join(
+        f"\n  {r}: {describe_status(r, GRADED_KIND)}" for r in sorted(summary["by_result"])
+    )
     _echo(
         summary,
         as_json,
         f"Graded {len(summary['run_ids'])} outputs ({results}) as batch {summary['batch_id']}; "
-        f"{summary['labelled']} labels stored.",
+        f"{summary['labelled']} labels stored.{meanings}",
     )
 
 
@@ -250,6 +256,12 @@ def label(input_file: Path, reviewer: str | None, db: str | None) -> None:
 @click.option("--against-labels", is_flag=True, help="Against the human labels (the default).")
 @click.option("--batch", "batch_id", default=None, help="Only runs of this batch.")
 @click.option("--rubric", "rubric_name", default=None, help="Only runs of this rubric.")
+@click.option(
+    "--pooled",
+    is_flag=True,
+    help="One figure over every rubric's labels together (labelled as pooled), instead of "
+    "one report per rubric.",
+)
 @_json
 @db_option
 def agreement(
@@ -258,32 +270,48 @@ def agreement(
     against_labels: bool,
     batch_id: str | None,
     rubric_name: str | None,
+    pooled: bool,
     as_json: bool,
     db: str | None,
 ) -> None:
     """How far the judge (or an experiment) agrees with the human labels, or with another experiment.
 
     Per criterion and overall: labelled items, percent agreement, Cohen's kappa
-    (scikit-learn), and the confusion counts with the judge as predictor.
+    (scikit-learn), and the confusion counts with the judge as predictor. Without
+    --rubric (or --experiment), one report per rubric that has labels: rubrics judge
+    different criteria, so a figure across them comes only with --pooled.
 
     \b
     Example:
         python -m rubric_core agreement --json
+        python -m rubric_core agreement --rubric essay
         python -m rubric_core agreement --experiment 3 --against-labels
         python -m rubric_core agreement --experiment 3 --against 4 --json
     """
     from rubric_core.store import RunFilters
-    from rubric_core.workbench.agreement import agreement_between, agreement_with_labels
+    from rubric_core.workbench.agreement import (
+        agreement_between,
+        agreement_by_rubric,
+        agreement_with_labels,
+    )
 
     if against is not None and against_labels:
         raise BadInput("give --against B or --against-labels, not both")
     if against is not None and experiment_id is None:
         raise BadInput("--against needs --experiment A")
+    if pooled and (rubric_name or experiment_id is not None):
+        raise BadInput("--pooled pools every rubric's labels; drop --rubric and --experiment")
+    per_rubric = rubric_name is None and experiment_id is None and not pooled
     store = open_store(db)
     try:
         if against is not None:
             assert experiment_id is not None
-            report = _run(lambda: agreement_between(store, experiment_id, against))
+            report: Any = _run(lambda: agreement_between(store, experiment_id, against))
+        elif per_rubric:
+            report = {
+                "scope": "per_rubric",
+                "rubrics": _run(lambda: agreement_by_rubric(store, batch_id=batch_id)),
+            }
         else:
             filters = RunFilters(rubric=rubric_name) if rubric_name else None
             report = _run(
@@ -291,15 +319,38 @@ def agreement(
                     store, batch_id=batch_id, filters=filters, experiment_id=experiment_id
                 )
             )
+            if pooled:
+                names = [
+                    r["name"]
+                    for r in store.list_rubrics()
+                    if store.labelled_pass_ids(
+                        batch_id=batch_id, filters=RunFilters(rubric=r["name"]), fully=False
+                    )
+                ]
+                report = {"scope": "pooled", "pooled_rubrics": names, **report}
     finally:
         store.close()
     if as_json:
         click.echo(json.dumps(report, default=str))
         return
-    overall = report["overall"]
-    lines = [_figures("overall", overall)]
-    lines += [_figures(c["name"], c) for c in report["criteria"]]
+    if per_rubric and against is None:
+        blocks = [
+            "\n".join([f"rubric {r['rubric']}:", *_report_lines(r, indent="  ")])
+            for r in report["rubrics"]
+        ]
+        click.echo("\n\n".join(blocks))
+        return
+    lines = _report_lines(report)
+    if pooled:
+        lines[0] = "pooled over every rubric (" + ", ".join(report["pooled_rubrics"]) + "): "
+        lines[0] += _figures("overall", report["overall"])
     click.echo("\n".join(lines))
+
+
+def _report_lines(report: Any, *, indent: str = "") -> list[str]:
+    lines = [_figures("overall", report["overall"])]
+    lines += [_figures(c["name"], c) for c in report["criteria"]]
+    return [indent + line for line in lines]
 
 
 def _figures(name: str, row: Any) -> str:

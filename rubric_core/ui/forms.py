@@ -12,6 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rubric_core.providers.replay import (
+    SCENARIO_RUBRIC_NOTE,
+    SCENARIO_RUBRIC_TAGS,
+    scenario_rubric_name,
+)
 from rubric_core.providers.replay.fit import replay_grader_mismatch
 from rubric_core.rubric import parse_rubric
 from rubric_core.runs.spec import RunSpec
@@ -134,7 +139,7 @@ class ScenarioForm:
     """The Run page's fields as a replay scenario fills them (its rubric, input and tools)."""
 
     scenario: str
-    """The scenario's name; also the name its rubric is saved under."""
+    """The scenario's name; also the name its rubric is saved under (`rubric_name`)."""
     rubric_text: str
     """The scenario's rubric, to save as a version before the run."""
     input: str
@@ -147,6 +152,23 @@ class ScenarioForm:
     """`basic` or `deep`."""
     latency_s: float
     """Seconds each replay call waits (0: as fast as it can)."""
+
+    @property
+    def rubric_name(self) -> str:
+        """The name its rubric is saved under: `run --scenario`'s rule, the scenario's name."""
+        return scenario_rubric_name(self.scenario)
+
+    def save_rubric(self, store: Any) -> dict[str, Any]:
+        """Save the scenario's rubric as `run --scenario` does (name, tags, note); the version.
+
+        Raises:
+            StoreError: The rubric could not be saved.
+        """
+        version: dict[str, Any] = store.save_rubric_version(
+            self.rubric_name, self.rubric_text, tags=list(SCENARIO_RUBRIC_TAGS),
+            note=SCENARIO_RUBRIC_NOTE,
+        )  # fmt: skip
+        return version
 
     @property
     def model(self) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric_core.rubric import CriterionSpec
+from rubric_core.schema import criterion_mark, is_penalty
 from rubric_core.scoring import score_pass, shown_score
 from rubric_core.ui.format import rounded
 
@@ -71,7 +72,9 @@ def pass_details(evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
 
     Returns:
         `{label, result, status, explanation, passed, total, gaps: [(criterion, gap)],
-        duration_s, grader_tokens}` per pass, oldest first.
+        marks: {criterion: mark}, duration_s, grader_tokens}` per pass, oldest first;
+        `marks` is `schema.criterion_mark` of each verdict (`absent ✓` / `present ✗` for a
+        penalty).
     """
     details = []
     for j, evaluation in enumerate(evaluations):
@@ -86,6 +89,10 @@ def pass_details(evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
                 "passed": sum(1 for c in criteria if c.get("passed")),
                 "total": len(criteria),
                 "gaps": gaps,
+                "marks": {
+                    c["name"]: criterion_mark(bool(c.get("passed")), penalty=is_penalty(c))
+                    for c in criteria
+                },
                 "duration_s": rounded(evaluation.get("duration_s")),
                 "grader_tokens": int(evaluation.get("grader_input_tokens") or 0)
                 + int(evaluation.get("grader_output_tokens") or 0),

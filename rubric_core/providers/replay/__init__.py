@@ -26,14 +26,19 @@ from rubric_core.providers.replay.models import (
 from rubric_core.providers.replay.provider import ReplayProvider
 from rubric_core.providers.replay.scenarios import (
     DEFAULT_REPLAY_SCENARIO,
+    SCENARIO_RUBRIC_NOTE,
+    SCENARIO_RUBRIC_TAGS,
     last_fenced_block,
     list_scenarios,
     load_scenario,
+    scenario_rubric_name,
     scenario_turns,
 )
 
 __all__ = [
     "DEFAULT_REPLAY_SCENARIO",
+    "SCENARIO_RUBRIC_NOTE",
+    "SCENARIO_RUBRIC_TAGS",
     "ReplayChatModel",
     "ReplayMismatch",
     "ReplayProvider",
@@ -45,6 +50,7 @@ __all__ = [
     "replay_grader_mismatch",
     "replay_grader_problem",
     "scenario_of",
+    "scenario_rubric_name",
     "scenario_turns",
     "tool_call_turn",
     "verdict_turn",
