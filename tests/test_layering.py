@@ -21,7 +21,8 @@ PACKAGE = ROOT / "rubric_core"
 # Lowest first. A module may import rubric_core modules of its own rank or below.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # config: every environment variable, read at call time; only errors below it.
-    ("errors", "extras", "config"),
+    # outputs: writing a user-named path (atomic for a file, in place for a device or FIFO).
+    ("errors", "extras", "config", "outputs"),
     ("schema",),
     # check_registry holds the names and argument rules of code checks (no running), so
     # the parser can validate `{lines == 3}` without importing `tools`; scoring reads

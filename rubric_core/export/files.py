@@ -18,6 +18,7 @@ from rubric_core.export.columns import (
 )
 from rubric_core.export.rows import iter_rows
 from rubric_core.export.streams import csv_chunks, csv_text, jsonl_chunks, jsonl_text
+from rubric_core.outputs import open_output
 
 if TYPE_CHECKING:
     from rubric_core.store import RunFilters, Store
@@ -93,8 +94,10 @@ def export_file(
 ) -> int:
     """Export a dataset to a file; the format follows the suffix unless `fmt` is given.
 
-    The file is written next to its destination and renamed into place, so a
-    failed export never leaves half a file behind.
+    A regular file (or a symlink to one: its target) is written next to its destination
+    and renamed into place, so a failed export never leaves half a file behind; `-` is
+    standard output, and a device, FIFO or socket is written in place
+    (`rubric_core.outputs`).
 
     Returns:
         The number of data rows written.
@@ -102,16 +105,11 @@ def export_file(
     path = Path(path)
     fmt = _format_for(path, fmt)
     chosen = check_request(dataset, filters, filter_args)
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        with partial.open("w", encoding="utf-8", newline="") as fp:
-            if fmt == "csv":
-                count = write_csv(store, fp, dataset, bom=bom, filters=chosen)
-            else:
-                count = write_jsonl(store, fp, dataset, filters=chosen)
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
+    with open_output(path) as fp:
+        if fmt == "csv":
+            count = write_csv(store, fp, dataset, bom=bom, filters=chosen)
+        else:
+            count = write_jsonl(store, fp, dataset, filters=chosen)
     return count
 
 
