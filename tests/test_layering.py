@@ -29,7 +29,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # parsed criteria and verdicts only. Both are pure functions of rubric values.
     # cells: spreadsheet-cell rules (formula neutralising, CSV quoting), pure string functions.
     # model_check: the agent-middleware base that checks before each model call (LangChain only).
-    ("check_registry", "rubric", "messages", "scoring", "cells", "model_check"),
+    # tables: reading CSV / JSON Lines files (encodings, strict quoting, header names).
+    ("check_registry", "rubric", "messages", "scoring", "cells", "model_check", "tables"),
     ("evaluate",),
     ("tools",),
     # providers: the registry of model specs and each provider's quirks (client settings,

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
 from rubric_core.rubric import parse_rubric
-from rubric_core.runs.spec import validate_concurrency
+from rubric_core.runs.spec import SpecError, check_input, lone_surrogate, validate_concurrency
 from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.background import BatchJob
@@ -149,6 +149,15 @@ def _check_labels(version: dict[str, Any], rows: Sequence[GradedRow]) -> list[di
     return checked
 
 
+def _check_rows(rows: Sequence[GradedRow]) -> None:
+    """Every row's input and output storable (a lone surrogate is not), before anything runs."""
+    for row in rows:
+        check_input(row["input"], f"row {row['row']}: input")
+        problem = lone_surrogate(row["output"]) if isinstance(row["output"], str) else "is not text"
+        if problem is not None:
+            raise SpecError(f"row {row['row']}: output", problem)
+
+
 def _store_pass(
     store: Store,
     version: dict[str, Any],
@@ -274,6 +283,7 @@ def grade_outputs(
         msg = "no rows to grade"
         raise GradingError(msg)
     workers = validate_concurrency(max_concurrency)
+    _check_rows(rows)
     version = store.get_rubric_version(rubric_version_id)
     labels = _check_labels(version, rows)
     make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)

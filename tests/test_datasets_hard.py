@@ -1,0 +1,115 @@
+"""Hostile datasets and label files (issue 22): unstorable text, ambiguous columns, label
+files read by the dataset reader's rules. Each is a one-line error naming the line or the
+columns, before anything runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rubric_core.cli import cli
+from rubric_core.runs.spec import SpecError, check_input
+from rubric_core.store import Store
+from rubric_core.workbench.datasets import DatasetError, load_graded_upload, load_upload
+
+RUBRIC = "- Fewer than 40 words\n- Exactly two sentences\n"
+
+
+@pytest.fixture
+def invoke(tmp_path):
+    db = tmp_path / "cli.db"
+
+    def run(*args: str):
+        return CliRunner().invoke(cli, [*args, "--db", str(db)])
+
+    run.db = db  # type: ignore[attr-defined]
+    rubric = tmp_path / "rubric.txt"
+    rubric.write_text(RUBRIC)
+    assert run("rubrics", "add", "bottle", str(rubric)).exit_code == 0
+    return run
+
+
+def _one_line_error(result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    for fragment in fragments:
+        assert fragment in result.output
+
+
+# --------------------------------------------------------------------------- lone surrogates
+
+
+def test_batch_refuses_a_lone_surrogate_naming_its_line_and_runs_nothing(invoke, tmp_path):
+    data = tmp_path / "inputs.jsonl"
+    data.write_text('{"input": "fine"}\n{"input": "bad \\ud800 here"}\n')
+    result = invoke("batch", "--scenario", "haiku", "--input-file", str(data))
+    _one_line_error(result, "inputs.jsonl: line 2: 'input' holds a lone surrogate (U+D800")
+    with Store(invoke.db) as store:
+        assert store.count_runs() == 0
+
+
+def test_grade_refuses_a_lone_surrogate_in_an_output_and_leaves_no_run(invoke, tmp_path):
+    data = tmp_path / "graded.jsonl"
+    data.write_text(
+        json.dumps({"input": "q", "output": "fine"}) + '\n{"input": "q", "output": "x\\udfff"}\n'
+    )
+    result = invoke(
+        "grade", "--input-file", str(data), "--rubric", "bottle", "--grader", "replay:haiku"
+    )
+    _one_line_error(result, "graded.jsonl: line 2: 'output' holds a lone surrogate (U+DFFF")
+    with Store(invoke.db) as store:
+        assert store.count_runs() == 0
+
+
+def test_a_run_input_with_a_lone_surrogate_is_a_spec_error():
+    with pytest.raises(SpecError, match=r"inputs\[1\]: holds a lone surrogate"):
+        check_input("a\udcff", "inputs[1]")
+
+
+def test_a_line_separator_inside_a_json_string_does_not_split_the_line():
+    data = '{"input": "one\u2028two"}\n{"input": "three"}\n'.encode()
+    assert load_upload("d.jsonl", data) == ["one\u2028two", "three"]
+    with pytest.raises(DatasetError, match=r"line 2 is not valid JSON"):
+        load_upload("d.jsonl", '{"input": "one\u2028two"}\n{oops\n'.encode())
+
+
+# --------------------------------------------------------------------------- ambiguous columns
+
+
+@pytest.mark.parametrize(
+    ("header", "shown"),
+    [
+        ("input,output,output", "'output', 'output'"),
+        ("input,Output,output ", "'Output', 'output '"),
+        ("Input,input,output", "'Input', 'input'"),
+    ],
+)
+def test_two_cells_naming_one_column_are_an_error(header, shown):
+    data = f"{header}\nq,a,b\n".encode()
+    with pytest.raises(DatasetError, match=r"g\.csv: line 1: the header names column") as caught:
+        load_graded_upload("g.csv", data)
+    assert shown in str(caught.value)
+
+
+def test_two_input_columns_in_a_batch_dataset_are_an_error():
+    with pytest.raises(DatasetError, match=r"column 'input' 2 times \('input', 'INPUT';"):
+        load_upload("d.csv", b"input,INPUT\nfirst,second\n")
+
+
+def test_extra_cells_in_a_row_are_an_error_naming_the_line():
+    with pytest.raises(DatasetError, match=r"d\.csv: line 3: the row has 2 cells but the header 1"):
+        load_upload("d.csv", b"input\nfine\nHello, world\n")
+    with pytest.raises(DatasetError, match=r"g\.csv: line 2: the row has 3 cells but the header 2"):
+        load_graded_upload("g.csv", b"input,output\nq,a,dropped\n")
+    # empty trailing cells (a spreadsheet's trailing commas) lose nothing
+    assert load_upload("d.csv", b"input\nfine,,\n") == ["fine"]
+
+
+def test_a_jsonl_object_with_a_key_twice_is_an_error():
+    with pytest.raises(DatasetError, match=r"d\.jsonl: line 1: key 'input' appears twice"):
+        load_upload("d.jsonl", b'{"input": "a", "input": "b"}\n')
+    with pytest.raises(DatasetError, match=r"g\.jsonl: line 1: key 'output' appears twice"):
+        load_graded_upload("g.jsonl", b'{"input": "q", "output": "a", "output": "b"}\n')
