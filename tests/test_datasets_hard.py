@@ -113,3 +113,43 @@ def test_a_jsonl_object_with_a_key_twice_is_an_error():
         load_upload("d.jsonl", b'{"input": "a", "input": "b"}\n')
     with pytest.raises(DatasetError, match=r"g\.jsonl: line 1: key 'output' appears twice"):
         load_graded_upload("g.jsonl", b'{"input": "q", "output": "a", "output": "b"}\n')
+
+
+# --------------------------------------------------------------------------- label files
+
+
+@pytest.fixture
+def graded(invoke, tmp_path):
+    data = tmp_path / "graded.jsonl"
+    data.write_text(json.dumps({"input": "q", "output": "It keeps drinks cold. It is steel."}))
+    result = invoke(
+        "grade", "--input-file", str(data), "--rubric", "bottle", "--grader", "replay:haiku"
+    )
+    assert result.exit_code == 0, result.output
+    return invoke
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-32", "utf-8-sig"])
+def test_label_reads_a_file_with_a_byte_order_mark(graded, tmp_path, codec):
+    labels = tmp_path / "labels.csv"
+    labels.write_bytes("run_id,criterion,human_passed\n1,Fewer than 40 words,yes\n".encode(codec))
+    result = graded("label", "--input-file", str(labels))
+    assert result.exit_code == 0, result.output
+    assert "Stored 1 labels" in result.output
+
+
+def test_label_refuses_latin1_naming_the_byte_and_line(graded, tmp_path):
+    labels = tmp_path / "labels.csv"
+    labels.write_bytes("run_id,criterion,human_passed,label_note\n1,Fewer than 40 words,yes,café\n".encode("latin-1"))  # fmt: skip
+    result = graded("label", "--input-file", str(labels))
+    _one_line_error(result, "labels.csv: is not UTF-8 text (byte 0xe9", "line 2")
+
+
+def test_label_names_an_unclosed_quote_instead_of_no_verdicts(graded, tmp_path):
+    labels = tmp_path / "labels.csv"
+    labels.write_text('run_id,criterion,human_passed\n1,"Fewer than 40 words,yes\n1,x,no\n')
+    result = graded("label", "--input-file", str(labels))
+    _one_line_error(
+        result, "labels.csv: line 2: a quoted field opened on this line is never closed"
+    )
+    assert "no row has a human_passed verdict" not in result.output

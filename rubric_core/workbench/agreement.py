@@ -16,10 +16,12 @@ from rubric_core.evaluate import (
     AgreementReport,
     Comparison,
     ConsistencyReport,
+    LabelError,
     agreement_report,
     check_label_criteria,
     compare_experiments,
     consistency_report,
+    decode_labels,
     pair_up,
     parse_labels_csv,
 )
@@ -193,8 +195,13 @@ def import_labels_csv(
         isinstance(text_or_path, str) and "\n" not in text_or_path and Path(text_or_path).is_file()
     ):
         path = Path(text_or_path)
-        text = path.read_text(encoding="utf-8-sig")
         source = source or str(path)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            msg = f"{source}: cannot be read ({exc.strerror or exc})"
+            raise LabelError(msg) from exc
+        text = decode_labels(data, source=source)
         reviewer = reviewer or path.name
     else:
         text = str(text_or_path)
