@@ -153,3 +153,65 @@ def test_label_names_an_unclosed_quote_instead_of_no_verdicts(graded, tmp_path):
         result, "labels.csv: line 2: a quoted field opened on this line is never closed"
     )
     assert "no row has a human_passed verdict" not in result.output
+
+
+# --------------------------------------------------------------------------- stored text limits
+
+
+def test_a_huge_rubric_name_is_refused_quoting_only_a_prefix(tmp_path):
+    rubric = tmp_path / "r.txt"
+    rubric.write_text("- a\n")
+    name = "x" * 100_000
+    result = CliRunner().invoke(cli, ["rubrics", "add", name, str(rubric), "--db", str(tmp_path / "s.db")])  # fmt: skip
+    _one_line_error(result, "100,000 characters", "the limit is 200")
+    assert len(result.output) < 400
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0b"])
+def test_a_line_or_paragraph_separator_fails_the_single_line_check(tmp_path, separator):
+    with Store(tmp_path / "s.db") as store, pytest.raises(Exception, match="single line"):
+        store.save_rubric_version(f"one{separator}two", "- a\n")
+
+
+def test_a_huge_explanation_and_gap_are_cut_and_marked(tmp_path):
+    from rubric_core.schema import MAX_EXPLANATION_CHARS, MAX_GAP_CHARS
+
+    with Store(tmp_path / "s.db") as store:
+        version = store.save_rubric_version("r", "- a\n")
+        run = store.create_run(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic")  # fmt: skip
+        store.record_evaluation(
+            run,
+            {
+                "grading_run_id": "g1",
+                "iteration": 0,
+                "result": "needs_revision",
+                "status": "needs_revision",
+                "explanation": "e" * 3_000_000,
+                "criteria": [{"name": "a", "passed": False, "gap": "g" * 3_000_000}],
+                "draft": "d",
+                "started_at": 0.0,
+                "duration_s": 0.0,
+                "grader_attempts": 1,
+                "grader_input_tokens": 0,
+                "grader_output_tokens": 0,
+            },
+        )
+        (stored,) = store.run_evaluations(run)
+    assert len(stored["explanation"]) <= MAX_EXPLANATION_CHARS
+    assert stored["explanation"].endswith("more characters]")
+    gap = stored["criteria"][0]["gap"]
+    assert len(gap) <= MAX_GAP_CHARS and "[cut: " in gap
+
+
+def test_thousands_of_invented_criteria_are_counted_not_listed():
+    from rubric_core.grader.subagent import _conclude
+    from rubric_core.schema import GraderResponse
+
+    invented = [{"name": f"invented {i}", "passed": True} for i in range(5_000)]
+    criteria = [{"name": "a", "passed": True}, *invented]
+    response = GraderResponse.model_validate(
+        {"criteria": criteria, "explanation": "ok", "result": "satisfied"}
+    )
+    outcome = _conclude(["a"], response)
+    assert "and 4,990 more" in outcome.explanation
+    assert len(outcome.explanation) < 1_000

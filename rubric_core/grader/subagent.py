@@ -41,7 +41,15 @@ from rubric_core.providers.registry import (
     provider_of,
     wants_cache_markers,
 )
-from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse
+from rubric_core.schema import (
+    MAX_EXPLANATION_CHARS,
+    MAX_GAP_CHARS,
+    MAX_LISTED_NAMES,
+    RUBRIC_GRADER_MESSAGE_SOURCE,
+    GraderResponse,
+    cut_text,
+    quoted,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -96,6 +104,15 @@ class GraderOutcome:
 
     judges: list[JudgeRecord] | None = None
     """Only from a `Panel`: every judge's own verdict, kept on the pass's record."""
+
+    def __post_init__(self) -> None:
+        """The explanation and each gap cut to `MAX_EXPLANATION_CHARS` / `MAX_GAP_CHARS`,
+        the cut marked: a grader's text is kept (and fed back) only up to the limits."""
+        self.explanation = cut_text(self.explanation, MAX_EXPLANATION_CHARS)
+        for verdict in self.criteria:
+            gap = verdict.get("gap")
+            if isinstance(gap, str):
+                verdict["gap"] = cut_text(gap, MAX_GAP_CHARS)
 
 
 def check_corrections(messages: Sequence[BaseMessage], limit: int) -> None:
@@ -187,7 +204,9 @@ def _conclude(criteria: Sequence[str], response: GraderResponse) -> GraderOutcom
     outcome = _finish(response, *_check(criteria, response))
     invented = unmatched_entries(criteria, response)
     if invented:
-        listed = ", ".join(repr(name) for name in invented)
+        listed = ", ".join(quoted(name) for name in invented[:MAX_LISTED_NAMES])
+        if len(invented) > MAX_LISTED_NAMES:
+            listed += f", and {len(invented) - MAX_LISTED_NAMES:,} more"
         note = (
             f"The verdict also named criteria the rubric does not have ({listed}); they were "
             "not kept"
@@ -197,7 +216,8 @@ def _conclude(criteria: Sequence[str], response: GraderResponse) -> GraderOutcom
                 else "."
             )
         )
-        outcome.explanation = f"{outcome.explanation} ({note})" if outcome.explanation else note
+        explained = f"{outcome.explanation} ({note})" if outcome.explanation else note
+        outcome.explanation = cut_text(explained, MAX_EXPLANATION_CHARS)
     return outcome
 
 

@@ -9,7 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rubric_core.messages import content_text, is_grader_feedback
-from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES
+from rubric_core.schema import (
+    EVALUATION_RESULTS,
+    MAX_EXPLANATION_CHARS,
+    MAX_GAP_CHARS,
+    RUBRIC_STATUSES,
+    cut_text,
+)
 from rubric_core.store.errors import StoreError
 from rubric_core.store.validation import require_int, require_text
 
@@ -145,7 +151,7 @@ def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[Criter
                 position,
                 name.strip(),
                 passed,
-                gap or None,
+                cut_text(gap, MAX_GAP_CHARS) if gap else None,
                 weight=weights.get(name.strip(), 1),
                 checked_by=checked_by or None,
                 insufficient=insufficient,
@@ -216,8 +222,11 @@ def evaluation_row(
         "iteration": iteration,
         "result": result,
         "status": status,
-        "explanation": require_text(
-            evaluation.get("explanation") or "", "evaluation explanation", allow_empty=True
+        "explanation": cut_text(
+            require_text(
+                evaluation.get("explanation") or "", "evaluation explanation", allow_empty=True
+            ),
+            MAX_EXPLANATION_CHARS,
         ),
         "draft": require_text(evaluation.get("draft") or "", "evaluation draft", allow_empty=True),
         "started_at": _number(evaluation, "started_at", time.time()),

@@ -22,7 +22,7 @@ from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
 from rubric_core.rubric import parse_rubric
 from rubric_core.runs.spec import SpecError, check_input, lone_surrogate, validate_concurrency
-from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
+from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY, quoted
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.background import BatchJob
 from rubric_core.workbench.datasets import load_graded_dataset
@@ -90,13 +90,13 @@ def resolve_rubric(store: Store, reference: str) -> dict[str, Any]:
     if not version:
         return versions[-1]
     if not version.strip().isdigit():
-        msg = f"rubric {reference!r}: the version after '@' must be a number, got {version!r}"
+        msg = f"rubric {quoted(reference)}: the version after '@' must be a number, got {quoted(version)}"
         raise GradingError(msg)
     for row in versions:
         if row["version"] == int(version):
             return row
     known = ", ".join(str(v["version"]) for v in versions)
-    msg = f"rubric {name!r} has no version {version} (versions: {known})"
+    msg = f"rubric {quoted(name)} has no version {version} (versions: {known})"
     raise GradingError(msg)
 
 

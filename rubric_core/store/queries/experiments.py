@@ -12,11 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.evaluate import combine_panel
+from rubric_core.schema import is_single_line
 from rubric_core.store.errors import StoreError
 from rubric_core.store.queries.passes import PassQueries
 from rubric_core.store.rows import evaluation_row, pass_run_id, stored_verdict
 from rubric_core.store.sqlbase import now_iso, returned_id
-from rubric_core.store.validation import optional_text, require_int, require_text
+from rubric_core.store.validation import MAX_NAME_CHARS, optional_text, require_int, require_text
 
 if TYPE_CHECKING:
     from rubric_core.schema import RubricEvaluation
@@ -67,6 +68,9 @@ class ExperimentQueries(PassQueries):
             StoreError: A field is invalid or the rubric version does not exist.
         """
         name = require_text(name, "experiment name").strip()
+        if len(name) > MAX_NAME_CHARS or not is_single_line(name):
+            msg = f"experiment name must be one line of at most {MAX_NAME_CHARS} characters"
+            raise StoreError(msg, kind="invalid")
         version_id = require_int(rubric_version_id, "rubric_version_id", minimum=1)
         grader_model = require_text(grader_model, "grader_model").strip()
         optional_text(grader_system_prompt, "grader_system_prompt")

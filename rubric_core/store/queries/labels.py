@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rubric_core.schema import MAX_NOTE_CHARS, cut_text
 from rubric_core.store.errors import StoreError
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.queries.experiments import ExperimentQueries
@@ -46,7 +47,13 @@ def _clean_label(position: str, label: Mapping[str, Any]) -> tuple[int, str, boo
     if note is not None and not isinstance(note, str):
         msg = f"{position} ({criterion!r}): note must be text, got {note!r}"
         raise StoreError(msg, kind="invalid")
-    return evaluation_id, criterion, passed, reviewer, (note or "").strip()
+    return (
+        evaluation_id,
+        criterion,
+        passed,
+        reviewer,
+        cut_text((note or "").strip(), MAX_NOTE_CHARS),
+    )
 
 
 def write_labels(tx: Tx, rows: Sequence[tuple[int, str, bool, str, str]]) -> int:

@@ -9,7 +9,14 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.schema import GRADED_KIND, KEEP_CHOICES, RUN_AGENT_KINDS, RUN_STATUSES
+from rubric_core.schema import (
+    GRADED_KIND,
+    KEEP_CHOICES,
+    MAX_ERROR_CHARS,
+    RUN_AGENT_KINDS,
+    RUN_STATUSES,
+    cut_text,
+)
 from rubric_core.store.errors import StoreError, unknown_rubric, unknown_run, unknown_version
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import current_owner, pid_alive
@@ -271,7 +278,7 @@ class RunQueries(RubricQueries):
         values: dict[str, Any] = {
             "status": status,
             "final_output": final_output or "",
-            "error": error,
+            "error": cut_text(error, MAX_ERROR_CHARS) if error else error,
             "agent_input_tokens": agent_input_tokens,
             "agent_output_tokens": agent_output_tokens,
         }
