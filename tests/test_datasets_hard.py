@@ -215,3 +215,18 @@ def test_thousands_of_invented_criteria_are_counted_not_listed():
     outcome = _conclude(["a"], response)
     assert "and 4,990 more" in outcome.explanation
     assert len(outcome.explanation) < 1_000
+
+
+# --------------------------------------------------------------------------- CSV formula defusing
+
+
+@pytest.mark.parametrize(
+    "filler", ["\u034f", "\u2800", "\u3164", "\u115f", "\u1160", "\uffa0", "\ufe0f", "\u034f\u2800"]
+)
+def test_blank_drawn_fillers_before_a_formula_are_seen_through(filler):
+    from rubric_core.cells import csv_cell, neutralise_cell
+
+    cell = f'{filler}=HYPERLINK("http://evil","x")'
+    assert neutralise_cell(cell) == "'" + cell
+    assert csv_cell(cell).lstrip('"').startswith("'")
+    assert neutralise_cell(f"{filler}plain") == f"{filler}plain"

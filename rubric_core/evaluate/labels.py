@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypedDict
 
+from rubric_core.cells import neutralise_cell
 from rubric_core.evaluate._errors import EvaluationError, LabelError
 from rubric_core.tables import TableError, csv_rows, decode_table, no_extra_cells
 
@@ -96,6 +97,8 @@ def _key(name: str) -> str:
 
 def _plain(cell: str) -> str:
     """Undo the export's spreadsheet-formula guard: `'=x` back to `=x`."""
+    if cell[:1] == "'" and neutralise_cell(cell[1:]) == cell:
+        cell = cell[1:]  # exactly what `cells.neutralise_cell` added
     cell = cell.strip()
     if cell[:1] == "'" and cell[1:2] in _FORMULA_CHARS:
         cell = cell[1:].strip()
