@@ -70,8 +70,9 @@ RUN_ONLY_STATUS_DESCRIPTIONS: dict[str, str] = {
         "before a verdict; every pass graded until then is kept."
     ),
     "error": (
-        "The agent or its model raised before the loop could finish; the error is shown and "
-        "every pass graded until then is kept."
+        "The agent or its model raised, or the store or the run's checkpoint store failed, "
+        "before the loop could finish; the error says which, and every pass graded until "
+        "then is kept."
     ),
 }
 """Statuses a stored run may have that the loop itself never reports."""

@@ -25,6 +25,7 @@ from rubric_core.grader.budget import (
     active_budget,
     spending,
 )
+from rubric_core.grader.logs import log_prefix
 from rubric_core.grader.prompt import (
     GRADER_SYSTEM_PROMPT,
     coverage_correction,
@@ -234,7 +235,7 @@ def _coverage_problem(
         return None
     if not missing:
         return None
-    logger.warning("grader skipped criteria on pass %d; asking again", iteration)
+    logger.warning("%sgrader skipped criteria on pass %d; asking again", log_prefix(), iteration)
     return coverage_correction(missing)
 
 
@@ -254,7 +255,7 @@ def _keeping_the_first_verdict() -> Iterator[None]:
     except GraphBubbleUp:
         raise
     except Exception:
-        logger.exception("coverage retry failed; keeping the first verdict")
+        logger.exception("%scoverage retry failed; keeping the first verdict", log_prefix())
 
 
 class _Attempt:
@@ -294,7 +295,8 @@ class _Attempt:
         # Raises (chained to `exc`) when no time is left for the wait and another call.
         delay = self._budget.retry_delay(delay, describe_exception(exc))
         logger.warning(
-            "transient grader failure (%s); retry %d in %.2fs",
+            "%stransient grader failure (%s); retry %d in %.2fs",
+            log_prefix(),
             describe_exception(exc),
             self.index + 1,
             delay,

@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
+from rubric_core.grader.logs import run_context
 from rubric_core.rubric import parse_rubric
 from rubric_core.runs.spec import SpecError, check_input, lone_surrogate, validate_concurrency
 from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY, quoted
@@ -185,7 +186,8 @@ def _store_pass(
     messages: list[Any] = [HumanMessage(input), AIMessage(output)]
     try:
         retry_write(lambda: store.save_transcript(run_id, messages), what=f"run {run_id}'s input")
-        evaluation = grade(messages)
+        with run_context(run_id):
+            evaluation = grade(messages)
         # Stored before the batch goes on, or the run says the pass could not be (below).
         evaluation_id = retry_write(
             lambda: store.record_evaluation(run_id, evaluation),

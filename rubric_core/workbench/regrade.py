@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.errors import InputError
 from rubric_core.evaluate import ConsistencyReport, consistency_report
+from rubric_core.grader.logs import run_context
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.store import RunFilters
@@ -154,11 +155,12 @@ class _Plan:
                 grader_system_prompt=self.grader_system_prompt,
             )
             messages: list[Any] = [HumanMessage(item["input"]), AIMessage(item["draft"])]
-            evaluation = middleware.grade_transcript(
-                messages,
-                self.version["text"],
-                grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
-            )
+            with run_context(item.get("run_id", f"of pass {item['evaluation_id']}")):
+                evaluation = middleware.grade_transcript(
+                    messages,
+                    self.version["text"],
+                    grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
+                )
             self.store.record_experiment_item(
                 self.experiment_id, int(item["evaluation_id"]), sample, evaluation
             )
