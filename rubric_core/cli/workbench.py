@@ -53,6 +53,13 @@ def _run(job: Any) -> Any:
 @_samples
 @_tool
 @click.option("--concurrency", type=int, default=4, show_default=True, help="Passes at once.")
+@click.option(
+    "--resume",
+    "resume_batch",
+    default=None,
+    metavar="BATCH",
+    help="Continue an interrupted grade of the same file: rows whose run ended are skipped.",
+)
 @_json
 @db_option
 def grade(
@@ -62,18 +69,23 @@ def grade(
     samples: int,
     tools: tuple[str, ...],
     concurrency: int,
+    resume_batch: str | None,
     as_json: bool,
     db: str | None,
 ) -> None:
     """Grade existing outputs, no agent: one graded run per `input` + `output` row.
 
     A `labels` column (JSON: criterion to true/false) is stored as human labels, with the
-    file's name as reviewer.
+    file's name as reviewer, in the transaction of the row's pass. An interrupted grade
+    (killed, or its store lost) is continued with `--resume BATCH` (the batch id it printed
+    or `runs --batch` shows): rows whose run ended are skipped, the others graded.
 
     \b
     Example:
         python -m rubric_core grade --input-file outputs.csv --rubric essay@2 \\
             --grader openai:gpt-4.1-mini
+        python -m rubric_core grade --input-file outputs.csv --rubric essay@2 \\
+            --grader openai:gpt-4.1-mini --resume graded-3f2a9c0d1e4b5a6f
     """
     from rubric_core.workbench.grade import grade_file
 
@@ -88,6 +100,8 @@ def grade(
                 samples=samples,
                 grader_tools=list(tools),
                 max_concurrency=concurrency,
+                batch_id=resume_batch,
+                resume=resume_batch is not None,
             )
         )
     finally:
@@ -97,7 +111,8 @@ def grade(
         summary,
         as_json,
         f"Graded {len(summary['run_ids'])} outputs ({results}) as batch {summary['batch_id']}; "
-        f"{summary['labelled']} labels stored.",
+        f"{summary['labelled']} labels stored."
+        + (f" {summary['skipped']} rows had been graded before." if summary["skipped"] else ""),
     )
 
 

@@ -20,6 +20,7 @@ from rubric_core.store.sqlbase import now_iso
 from rubric_core.store.validation import require_int, require_text
 
 if TYPE_CHECKING:
+    from rubric_core.schema import RubricEvaluation
     from rubric_core.store.sqlbase import Tx
 
 __all__ = ["LabelQueries", "LabelRecord"]
@@ -141,6 +142,45 @@ class LabelQueries(ExperimentQueries):
     ) -> None:
         """Label (or relabel) one criterion of one pass. Raises as `set_labels`."""
         self.set_labels(evaluation_id, {criterion: human_passed}, reviewer=reviewer, note=note)
+
+    def record_labelled_pass(
+        self,
+        run_id: int,
+        evaluation: RubricEvaluation,
+        labels: Mapping[str, bool],
+        *,
+        reviewer: str,
+    ) -> tuple[int, int]:
+        """`record_evaluation` and `set_labels` on that pass, in one transaction: a pass is
+        never kept without the labels that came with it (a graded dataset's row, a
+        person's verdicts), nor labels without their pass. Returns (evaluation id, labels).
+
+        Raises:
+            StoreError: As the two do; nothing is stored then.
+        """
+        if not isinstance(labels, Mapping):
+            msg = f"labels must map criterion to true/false, got {labels!r}"
+            raise StoreError(msg, kind="invalid")
+        record = self._pass_job(run_id, evaluation)
+        given = dict(labels)
+
+        def job(tx: Tx) -> tuple[int, int]:
+            evaluation_id = record(tx)
+            rows = [
+                _clean_label(
+                    f"label {i + 1}",
+                    {
+                        "evaluation_id": evaluation_id,
+                        "criterion": criterion,
+                        "human_passed": passed,
+                        "reviewer": reviewer,
+                    },
+                )
+                for i, (criterion, passed) in enumerate(given.items())
+            ]
+            return evaluation_id, write_labels(tx, rows) if rows else 0
+
+        return self._backend.write(job)
 
     def import_labels(self, labels: Iterable[Mapping[str, Any]]) -> int:
         """Store many labels `{evaluation_id, criterion, human_passed, reviewer, note?}` in
