@@ -103,3 +103,59 @@ def test_resume_on_a_graded_run_points_to_grade_resume(tmp_path):
     assert "grade-only run" in result.output and f"--resume {summary['batch_id']}" in result.output
     again = CliRunner().invoke(cli, ["grade", "--input-file", str(data), "--rubric", "bottle", "--grader", "replay:satisfied_first_try", "--resume", "graded-nope", "--db", str(db)])  # fmt: skip
     assert again.exit_code == 2 and "no batch 'graded-nope' to resume" in again.output
+
+
+_KILL_REGRADE = textwrap.dedent(
+    """
+    import os, signal, sys
+    from rubric_core.providers import resolve_model
+    from rubric_core.store import Store
+    from rubric_core.workbench.regrade import regrade
+
+    made = [0]
+
+    def make():
+        if made[0] == KILLED_AT:
+            os.kill(os.getpid(), signal.SIGKILL)
+        made[0] += 1
+        return resolve_model("replay:satisfied_first_try", role="grader")
+
+    store = Store(sys.argv[1])
+    regrade(store, batch_id=sys.argv[2], grader_model="replay:satisfied_first_try",
+            grader_llm_factory=make, max_concurrency=1)
+    """
+).replace("KILLED_AT", str(KILLED_AT))
+
+
+def test_a_killed_regrade_is_interrupted_agreement_says_so_and_it_resumes(tmp_path):
+    db, data = tmp_path / "studio.db", _dataset(tmp_path)
+    with Store(db) as store:
+        store.save_rubric_version("bottle", RUBRIC)
+        batch = grade_file(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")["batch_id"]  # fmt: skip
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILL_REGRADE, str(db), batch],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr[-2000:]
+
+    with Store(db) as store:  # opening it sees the experiment's process is gone
+        (experiment,) = store.list_experiments()
+        assert experiment["status"] == "interrupted"
+        assert experiment["items"] == KILLED_AT
+        assert f"regrade --resume {experiment['id']}" in experiment["error"]
+    result = CliRunner().invoke(cli, ["agreement", "--experiment", str(experiment["id"]), "--db", str(db)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"Note: experiment {experiment['id']} is interrupted, not done ({KILLED_AT} gradings stored)" in result.output  # fmt: skip
+    as_json = CliRunner().invoke(cli, ["agreement", "--experiment", str(experiment["id"]), "--json", "--db", str(db)])  # fmt: skip
+    assert json.loads(as_json.output)["unfinished"][0]["status"] == "interrupted"
+
+    resumed = CliRunner().invoke(cli, ["regrade", "--resume", str(experiment["id"]), "--json", "--db", str(db)])  # fmt: skip
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads(resumed.output)["items"] == ROWS - KILLED_AT
+    with Store(db) as store:
+        done = store.get_experiment(experiment["id"])
+        assert (done["status"], done["items"]) == ("done", ROWS)
+        items = store.experiment_items(experiment["id"])
+        assert len({(i["evaluation_id"], i["sample"]) for i in items}) == ROWS
+    again = CliRunner().invoke(cli, ["regrade", "--resume", str(experiment["id"]), "--db", str(db)])  # fmt: skip
+    assert again.exit_code == 2 and "is done" in again.output

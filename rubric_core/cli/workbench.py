@@ -125,7 +125,20 @@ def grade(
 @click.option("--status", default=None, help="Only runs with this status.")
 @click.option("--model", default=None, help="Only runs whose agent or grader is this model.")
 @click.option("--rubric-version", type=int, default=None, help="Grade against this version number.")
-@_grader
+@click.option(
+    "--grader",
+    "grader_model",
+    default=None,
+    help="Grader model: provider:model-id, or replay:<scenario> (scripted, offline).",
+)
+@click.option(
+    "--resume",
+    "resume_id",
+    type=int,
+    default=None,
+    metavar="EXPERIMENT",
+    help="Continue an interrupted or stopped experiment: its settings, its gradings kept.",
+)
 @click.option(
     "--grader-prompt",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -148,7 +161,8 @@ def regrade(
     status: str | None,
     model: str | None,
     rubric_version: int | None,
-    grader_model: str,
+    grader_model: str | None,
+    resume_id: int | None,
     grader_prompt: Path | None,
     samples: int,
     tools: tuple[str, ...],
@@ -161,21 +175,30 @@ def regrade(
     """Re-grade stored drafts with another rubric version, grader, prompt, tools or samples.
 
     No agent runs. The verdicts are stored as an experiment; the source runs are unchanged.
-    With --samples 2 or more, each criterion's flip rate is reported.
+    With --samples 2 or more, each criterion's flip rate is reported. An experiment whose
+    process went away is marked interrupted; `--resume EXPERIMENT` continues it with its
+    own selection and settings, keeping the gradings it stored.
 
     \b
     Example:
         python -m rubric_core regrade --batch batch-1a2b --rubric-version 3 \\
             --grader openai:gpt-4.1 --samples 3
+        python -m rubric_core regrade --resume 4
     """
     from rubric_core.cli.common import read_text
     from rubric_core.store import RunFilters
     from rubric_core.workbench.regrade import regrade as run_regrade
+    from rubric_core.workbench.regrade import resume_regrade
 
+    if resume_id is None and grader_model is None:
+        raise BadInput("--grader is required (or --resume EXPERIMENT)")
     store = open_store(db)
     try:
 
         def job() -> Any:
+            if resume_id is not None:
+                return resume_regrade(store, resume_id, max_concurrency=concurrency)
+            assert grader_model is not None
             filters = None
             if rubric_name or status or model:
                 filters = RunFilters(rubric=rubric_name, status=status, model=model)
@@ -283,7 +306,11 @@ def agreement(
         python -m rubric_core agreement --experiment 3 --against 4 --json
     """
     from rubric_core.store import RunFilters
-    from rubric_core.workbench.agreement import agreement_between, agreement_with_labels
+    from rubric_core.workbench.agreement import (
+        agreement_between,
+        agreement_with_labels,
+        unfinished_experiments,
+    )
 
     if against is not None and against_labels:
         raise BadInput("give --against B or --against-labels, not both")
@@ -301,13 +328,15 @@ def agreement(
                     store, batch_id=batch_id, filters=filters, experiment_id=experiment_id
                 )
             )
+        unfinished = _run(lambda: unfinished_experiments(store, experiment_id, against))
     finally:
         store.close()
     if as_json:
-        click.echo(json.dumps(report, default=str))
+        click.echo(json.dumps({**report, "unfinished": unfinished}, default=str))
         return
     overall = report["overall"]
-    lines = [_figures("overall", overall)]
+    lines = [f"Note: {u['note']}." for u in unfinished]
+    lines += [_figures("overall", overall)]
     lines += [_figures(c["name"], c) for c in report["criteria"]]
     click.echo("\n".join(lines))
 

@@ -38,6 +38,7 @@ __all__ = [
     "experiment_verdicts",
     "import_labels_csv",
     "next_unlabelled",
+    "unfinished_experiments",
 ]
 
 
@@ -101,6 +102,31 @@ def agreement_with_labels(
     else:
         criteria = _criteria_order(store, experiment_id)
     return agreement_report(pairs, criteria=criteria)
+
+
+def unfinished_experiments(store: Store, *experiment_ids: int | None) -> list[dict[str, Any]]:
+    """The experiments among `experiment_ids` that did not finish (`running`, `interrupted`,
+    `stopped`, `error`): `{experiment, status, items, note}`, the note a sentence saying an
+    agreement over it covers only the gradings it stored."""
+    found: list[dict[str, Any]] = []
+    for experiment_id in experiment_ids:
+        if experiment_id is None:
+            continue
+        experiment = store.get_experiment(experiment_id)
+        if experiment["status"] == "done":
+            continue
+        status, items = experiment["status"], int(experiment["items"])
+        then = (
+            "it is still grading"
+            if status == "running"
+            else f"continue it with `regrade --resume {experiment_id}`"
+        )
+        note = (
+            f"experiment {experiment_id} is {status}, not done ({items} gradings stored): "
+            f"the agreement covers those only; {then}"
+        )
+        found.append({"experiment": experiment_id, "status": status, "items": items, "note": note})
+    return found
 
 
 def agreement_between(store: Store, experiment_a: int, experiment_b: int) -> AgreementReport:

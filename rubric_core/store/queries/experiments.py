@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rubric_core.evaluate import combine_panel
 from rubric_core.schema import is_single_line
 from rubric_core.store.errors import StoreError
+from rubric_core.store.owner import current_owner
 from rubric_core.store.queries.passes import PassQueries
 from rubric_core.store.rows import evaluation_row, pass_run_id, stored_verdict
 from rubric_core.store.sqlbase import now_iso, returned_id
@@ -25,8 +26,10 @@ if TYPE_CHECKING:
 
 __all__ = ["EXPERIMENT_STATUSES", "ExperimentQueries"]
 
-EXPERIMENT_STATUSES: tuple[str, ...] = ("running", "done", "stopped", "error")
-"""An experiment is `running` while it grades, then `done`, `stopped` (on request) or `error`."""
+EXPERIMENT_STATUSES: tuple[str, ...] = ("running", "done", "stopped", "error", "interrupted")
+"""An experiment is `running` while it grades, then `done`, `stopped` (on request) or
+`error`; `interrupted` when its process went away mid-way (marked when a store opens, as
+for runs); `regrade --resume` continues a stopped or interrupted one."""
 
 _COLUMNS = (
     "x.id, x.name, rb.name AS rubric, x.rubric_id, x.rubric_version_id, rv.version, "
@@ -96,8 +99,9 @@ class ExperimentQueries(PassQueries):
             inserted = tx.one(
                 "INSERT INTO experiments (name, rubric_version_id, grader_model, "
                 "grader_system_prompt, grader_tools, samples, all_passes, source, created_at, "
-                "rubric_id, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running') RETURNING id",
-                (*values, row[0]),
+                "rubric_id, pid, host, proc_start, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running') RETURNING id",
+                (*values, row[0], *current_owner()),
             )
             return returned_id(inserted)
 
@@ -179,6 +183,22 @@ class ExperimentQueries(PassQueries):
             )
 
         self._backend.write(job)
+
+    def resume_experiment(self, experiment_id: int) -> None:
+        """Mark an experiment `running` again, owned by this process (`regrade --resume`).
+
+        Raises:
+            StoreError: Unknown experiment.
+        """
+        self.get_experiment(experiment_id)
+        owner = current_owner()
+        self._backend.write(
+            lambda tx: tx.run(
+                "UPDATE experiments SET status = 'running', error = NULL, finished_at = NULL, "
+                "pid = ?, host = ?, proc_start = ? WHERE id = ?",
+                (*owner, experiment_id),
+            )
+        )
 
     def get_experiment(self, experiment_id: int) -> dict[str, Any]:
         """One experiment's settings, status and item count.

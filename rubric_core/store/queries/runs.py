@@ -126,7 +126,37 @@ def mark_interrupted(tx: Tx, where: str) -> int:
         )
     if dead:
         _log.info("marked %d run(s) interrupted in %s", len(dead), where)
+    _mark_experiments_interrupted(tx, host, where)
     return len(dead)
+
+
+def _mark_experiments_interrupted(tx: Tx, host: str, where: str) -> None:
+    """Mark `interrupted` the `running` experiments whose process on this host is gone
+    (and those from before experiments had an owner, which no process can still grade)."""
+    rows = tx.all(
+        "SELECT id, pid, proc_start, host FROM experiments WHERE status = 'running' "
+        "AND (host = ? OR host IS NULL)",
+        (host,),
+    )
+    dead = [row for row in rows if not pid_alive(row[1], row[2])]
+    for experiment_id, pid, _proc_start, _host in dead:
+        count = tx.one(
+            "SELECT COUNT(*) FROM experiment_items WHERE experiment_id = ?", (experiment_id,)
+        )
+        graded = int(count[0]) if count is not None else 0
+        who = f"process {pid} on {host}" if pid else "its process"
+        tx.run(
+            "UPDATE experiments SET status = 'interrupted', finished_at = ?, error = ? "
+            "WHERE id = ? AND status = 'running'",
+            (
+                now_iso(),
+                f"{who} exited while it was grading ({graded} items stored); "
+                f"continue it with `regrade --resume {experiment_id}`",
+                experiment_id,
+            ),
+        )
+    if dead:
+        _log.info("marked %d experiment(s) interrupted in %s", len(dead), where)
 
 
 class RunQueries(RubricQueries):
