@@ -159,3 +159,18 @@ def test_a_killed_regrade_is_interrupted_agreement_says_so_and_it_resumes(tmp_pa
         assert len({(i["evaluation_id"], i["sample"]) for i in items}) == ROWS
     again = CliRunner().invoke(cli, ["regrade", "--resume", str(experiment["id"]), "--db", str(db)])  # fmt: skip
     assert again.exit_code == 2 and "is done" in again.output
+
+
+def test_an_open_store_reads_a_dead_processes_experiment_as_interrupted(tmp_path):
+    db, data = tmp_path / "studio.db", _dataset(tmp_path)
+    with Store(db) as store:  # opened before the regrade dies, as a dashboard's store is
+        store.save_rubric_version("bottle", RUBRIC)
+        batch = grade_file(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")["batch_id"]  # fmt: skip
+        killed = subprocess.run(
+            [sys.executable, "-c", _KILL_REGRADE, str(db), batch],
+            cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert killed.returncode == -9, killed.stderr[-2000:]
+        (experiment,) = store.list_experiments()
+        assert experiment["status"] == "interrupted"
+        assert store.get_experiment(experiment["id"])["status"] == "interrupted"

@@ -8,13 +8,14 @@ runs and passes are never changed.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.evaluate import combine_panel
 from rubric_core.schema import is_single_line
 from rubric_core.store.errors import StoreError
-from rubric_core.store.owner import current_owner
+from rubric_core.store.owner import current_owner, pid_alive
 from rubric_core.store.queries.passes import PassQueries
 from rubric_core.store.rows import evaluation_row, pass_run_id, stored_verdict
 from rubric_core.store.sqlbase import now_iso, returned_id
@@ -34,7 +35,7 @@ for runs); `regrade --resume` continues a stopped or interrupted one."""
 _COLUMNS = (
     "x.id, x.name, rb.name AS rubric, x.rubric_id, x.rubric_version_id, rv.version, "
     "x.grader_model, x.grader_system_prompt, x.grader_tools, x.samples, x.all_passes, "
-    "x.source, x.status, x.error, x.created_at, x.finished_at, "
+    "x.source, x.status, x.error, x.created_at, x.finished_at, x.pid, x.host, x.proc_start, "
     "(SELECT COUNT(*) FROM experiment_items i WHERE i.experiment_id = x.id) AS items"
 )
 _FROM = (
@@ -44,6 +45,17 @@ _FROM = (
 
 
 def _decode(row: dict[str, Any]) -> dict[str, Any]:
+    pid, host, proc_start = row.pop("pid"), row.pop("host"), row.pop("proc_start")
+    if (
+        row["status"] == "running"
+        and host in (None, socket.gethostname())
+        and not pid_alive(pid, proc_start)
+    ):  # its process is gone; the next opening of the store records it (`mark_interrupted`)
+        row["status"] = "interrupted"
+        row["error"] = (
+            f"its process exited while it was grading; continue it with "
+            f"`regrade --resume {row['id']}`"
+        )
     row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
     row["source"] = json.loads(row["source"] or "{}")
     row["all_passes"] = bool(row["all_passes"])
