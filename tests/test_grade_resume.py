@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from rubric_core.cli import cli
@@ -59,8 +60,9 @@ def _dataset(tmp_path: Path) -> Path:
     return data
 
 
-def test_a_killed_grade_keeps_each_pass_with_its_labels_and_resumes(tmp_path):
-    db, data = tmp_path / "studio.db", _dataset(tmp_path)
+@pytest.mark.both_backends
+def test_a_killed_grade_keeps_each_pass_with_its_labels_and_resumes(tmp_path, db_target):
+    db, data = db_target, _dataset(tmp_path)
     with Store(db) as store:
         store.save_rubric_version("bottle", RUBRIC)
     killed = subprocess.run(
@@ -127,8 +129,9 @@ _KILL_REGRADE = textwrap.dedent(
 ).replace("KILLED_AT", str(KILLED_AT))
 
 
-def test_a_killed_regrade_is_interrupted_agreement_says_so_and_it_resumes(tmp_path):
-    db, data = tmp_path / "studio.db", _dataset(tmp_path)
+@pytest.mark.both_backends
+def test_a_killed_regrade_is_interrupted_agreement_says_so_and_it_resumes(tmp_path, db_target):
+    db, data = db_target, _dataset(tmp_path)
     with Store(db) as store:
         store.save_rubric_version("bottle", RUBRIC)
         batch = grade_file(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")["batch_id"]  # fmt: skip
