@@ -187,6 +187,24 @@ def _regressions(evaluation: Mapping[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _capped_judge(judge: object) -> object:
+    """A panel judge's record with its explanation and gaps cut as a pass's are."""
+    if not isinstance(judge, Mapping):
+        return judge
+    capped = dict(judge)
+    if isinstance(capped.get("explanation"), str):
+        capped["explanation"] = cut_text(capped["explanation"], MAX_EXPLANATION_CHARS)
+    verdicts = capped.get("criteria")
+    if isinstance(verdicts, list):
+        capped["criteria"] = [
+            {**v, "gap": cut_text(v["gap"], MAX_GAP_CHARS)}
+            if isinstance(v, Mapping) and isinstance(v.get("gap"), str)
+            else v
+            for v in verdicts
+        ]
+    return capped
+
+
 def evaluation_row(
     evaluation: object, weights: Mapping[str, int] | None = None
 ) -> tuple[dict[str, Any], list[CriterionRow]]:
@@ -247,7 +265,9 @@ def evaluation_row(
         if isinstance(judges, str | bytes) or not isinstance(judges, Sequence):
             msg = f"evaluation judges must be a list of judge verdicts, got {judges!r}"
             raise StoreError(msg, kind="invalid")
-        values["judges"] = json.dumps(list(judges), ensure_ascii=False, default=str)
+        values["judges"] = json.dumps(
+            [_capped_judge(judge) for judge in judges], ensure_ascii=False, default=str
+        )
     return values, _criterion_rows(evaluation["criteria"], weights or {})
 
 
