@@ -230,3 +230,32 @@ def test_blank_drawn_fillers_before_a_formula_are_seen_through(filler):
     assert neutralise_cell(cell) == "'" + cell
     assert csv_cell(cell).lstrip('"').startswith("'")
     assert neutralise_cell(f"{filler}plain") == f"{filler}plain"
+
+
+def test_a_panel_judges_huge_explanation_is_cut_too(tmp_path):
+    from rubric_core.schema import MAX_EXPLANATION_CHARS, MAX_GAP_CHARS
+
+    with Store(tmp_path / "s.db") as store:
+        version = store.save_rubric_version("r", "- a\n", note="n" * 100_000)
+        assert len(version["note"]) <= 2_000
+        run = store.create_run(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic")  # fmt: skip
+        judge = {
+            "judge": "j",
+            "result": "needs_revision",
+            "explanation": "e" * 1_000_000,
+            "criteria": [{"name": "a", "passed": False, "gap": "g" * 1_000_000}],
+        }
+        store.record_evaluation(
+            run,
+            {
+                "grading_run_id": "g1", "iteration": 0, "result": "needs_revision",
+                "status": "needs_revision", "explanation": "x",
+                "criteria": [{"name": "a", "passed": False, "gap": "g"}], "draft": "d",
+                "started_at": 0.0, "duration_s": 0.0, "grader_attempts": 1,
+                "grader_input_tokens": 0, "grader_output_tokens": 0, "judges": [judge],
+            },
+        )  # fmt: skip
+        (stored,) = store.run_evaluations(run)
+    (kept,) = stored["judges"]
+    assert len(kept["explanation"]) <= MAX_EXPLANATION_CHARS
+    assert len(kept["criteria"][0]["gap"]) <= MAX_GAP_CHARS

@@ -125,3 +125,12 @@ def test_backup_through_a_symlink_writes_its_target(tmp_path):
     assert link.is_symlink()
     with sqlite3.connect(target) as conn:
         assert conn.execute("SELECT name FROM rubrics").fetchall() == [("essay",)]
+
+
+def test_backup_to_dash_writes_the_copy_to_stdout(tmp_path):
+    db = _seeded(tmp_path / "studio.db")
+    result = CliRunner().invoke(cli, ["backup", "-", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes.startswith(b"SQLite format 3\x00")
+    assert "Backed up" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["studio.db"]
