@@ -107,11 +107,12 @@ def _failure_text(store: Store, run_id: int, exc: BaseException) -> str:
     from rubric_core.runs.checkpoints import checkpoint_path
     from rubric_core.store.paths import redact_url
 
-    passes = 0
-    with contextlib.suppress(Exception):
-        passes = len(store.run_evaluations(run_id))
     where = redact_url(checkpoint_path(store))
-    after = f"after grading pass {passes}" if passes else "before the first grading pass"
+    after = "after its last stored grading pass"
+    if not store.is_postgres:  # on PostgreSQL the store is on the failed server too: no wait
+        with contextlib.suppress(Exception):
+            passes = len(store.run_evaluations(run_id))
+            after = f"after grading pass {passes}" if passes else "before the first grading pass"
     return (
         f"the run's checkpoint store {where} failed {after} ({text}); every pass graded "
         f"until then is stored; fix the checkpoint store (free the disk, reach the server), "
