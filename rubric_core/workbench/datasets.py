@@ -22,6 +22,7 @@ from rubric_core.tables import (
 
 __all__ = [
     "DATASET_SUFFIXES",
+    "MAX_OUTPUT_CHARS",
     "DatasetError",
     "GradedRow",
     "load_dataset",
@@ -45,6 +46,10 @@ _CSV_FIELD_CHARS = 10 * MAX_INPUT_CHARS
 """Longest CSV field read. The csv module's own default (131,072) is below an input's
 limit (`MAX_INPUT_CHARS`), so a valid long input was refused; the reader raises the
 module's limit to this (`tables.csv_rows`), and a longer field is reported with its line."""
+
+MAX_OUTPUT_CHARS = 200_000
+"""Longest output a grade-only row may give (the code checks read as much: JSON up to
+200,000 characters, regular expressions over as many)."""
 
 
 @contextlib.contextmanager
@@ -267,6 +272,9 @@ def _graded_row(name: str, where: str, number: int, record: dict[str, Any]) -> G
         raise DatasetError(msg)
     if not output.strip():
         msg = f"{name}: {where} has an empty output; there is nothing to grade"
+        raise DatasetError(msg)
+    if len(output) > MAX_OUTPUT_CHARS:
+        msg = f"{name}: {where}: output is {len(output):,} characters; the limit is {MAX_OUTPUT_CHARS:,}"
         raise DatasetError(msg)
     _storable(name, where, "output", output)
     try:

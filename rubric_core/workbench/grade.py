@@ -22,11 +22,11 @@ from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
 from rubric_core.grader.logs import run_context
 from rubric_core.rubric import parse_rubric
-from rubric_core.runs.spec import SpecError, check_input, lone_surrogate, validate_concurrency
+from rubric_core.runs.spec import SpecError, lone_surrogate, validate_concurrency
 from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY, quoted
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.background import BatchJob
-from rubric_core.workbench.datasets import load_graded_dataset
+from rubric_core.workbench.datasets import MAX_OUTPUT_CHARS, load_graded_dataset
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -153,13 +153,25 @@ def _check_labels(version: dict[str, Any], rows: Sequence[GradedRow]) -> list[di
     return checked
 
 
+def _check_output(output: str) -> None:
+    """A grade-only output is text of at most `MAX_OUTPUT_CHARS` characters."""
+    if not isinstance(output, str):
+        msg = f"output must be text, got {type(output).__name__}"
+        raise GradingError(msg)
+    if len(output) > MAX_OUTPUT_CHARS:
+        msg = f"output is {len(output):,} characters; the limit is {MAX_OUTPUT_CHARS:,}"
+        raise GradingError(msg)
+
+
 def _check_rows(rows: Sequence[GradedRow]) -> None:
     """Every row's input and output storable (a lone surrogate is not), before anything runs."""
-    for row in rows:
-        check_input(row["input"], f"row {row['row']}: input")
-        problem = lone_surrogate(row["output"]) if isinstance(row["output"], str) else "is not text"
-        if problem is not None:
-            raise SpecError(f"row {row['row']}: output", problem)
+    for index, row in enumerate(rows):
+        number = row.get("row", index + 1)
+        for key in ("input", "output"):
+            value = row.get(key)
+            problem = lone_surrogate(value) if isinstance(value, str) else "is not text"
+            if problem is not None:
+                raise SpecError(f"row {number}: {key}", problem)
 
 
 def _resumable(store: Store, batch_id: str, rows: Sequence[GradedRow], version_id: int) -> set[int]:
@@ -288,8 +300,10 @@ def grade_one(
     """Grade one existing output now; returns `{"run_id", "evaluation_id", "evaluation"}`.
 
     Raises:
+        GradingError: An output longer than `MAX_OUTPUT_CHARS`; nothing is stored.
         ModelSpecError, UnknownToolError, StoreError: Before anything is stored.
     """
+    _check_output(output)
     version = store.get_rubric_version(version_id)
     llm = grader_llm or _grader_factory(grader_model, base_url, api_key)()
     middleware = build_grader(
@@ -517,6 +531,7 @@ def grade_by_person(
     if not reviewer:
         msg = "reviewer must name who graded"
         raise GradingError(msg)
+    _check_output(output)
     version = store.get_rubric_version(version_id)
     criteria = parse_rubric(version["text"])
     gaps = gaps or {}
