@@ -37,6 +37,7 @@ from rubric_core.grader.checked import (
     require_checks_only,
 )
 from rubric_core.grader.judges import UNSET, Unset, build_judges, check_judges
+from rubric_core.grader.logs import log_prefix, pass_context
 from rubric_core.grader.nonce import grading_nonce, scrub, scrub_judges, scrub_verdicts
 from rubric_core.grader.validate import check_middleware_arguments
 from rubric_core.messages import final_answer, grader_feedback_message
@@ -359,15 +360,16 @@ class RubricMiddleware(CheckBeforeModelCall):
         graded = self._pending_pass(state, runtime)
         if graded is None:
             return None
-        try:
-            outcome: GraderOutcome | Exception = self._grade(graded, state["messages"])
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            outcome = exc
-        evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
-        if pending_callback is not None:
-            self._guard(_run_coroutine_blocking, pending_callback)
+        with pass_context(graded.run_id):
+            try:
+                outcome: GraderOutcome | Exception = self._grade(graded, state["messages"])
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                outcome = exc
+            evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
+            if pending_callback is not None:
+                self._guard(_run_coroutine_blocking, pending_callback)
         return self._update(evaluation, {**graded.start, **self._best_update(graded, evaluation)})
 
     @hook_config(can_jump_to=["model"])
@@ -378,15 +380,16 @@ class RubricMiddleware(CheckBeforeModelCall):
         graded = self._pending_pass(state, runtime)
         if graded is None:
             return None
-        try:
-            outcome: GraderOutcome | Exception = await self._agrade(graded, state["messages"])
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            outcome = exc
-        evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
-        if pending_callback is not None:
-            await self._aguard(pending_callback)
+        with pass_context(graded.run_id):
+            try:
+                outcome: GraderOutcome | Exception = await self._agrade(graded, state["messages"])
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                outcome = exc
+            evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
+            if pending_callback is not None:
+                await self._aguard(pending_callback)
         return self._update(evaluation, {**graded.start, **self._best_update(graded, evaluation)})
 
     # -- outside a loop ----------------------------------------------------------------
@@ -427,17 +430,18 @@ class RubricMiddleware(CheckBeforeModelCall):
             iteration=0,
             looping=False,
         )
-        judged: GraderOutcome | Exception
-        try:
-            judged = self._grade(graded, messages, given=outcome)
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            judged = exc
-        state = cast("RubricState", {"messages": list(messages)})
-        evaluation, pending_callback = self._conclude(state, None, graded, judged)
-        if pending_callback is not None:
-            self._guard(_run_coroutine_blocking, pending_callback)
+        with pass_context(graded.run_id):
+            judged: GraderOutcome | Exception
+            try:
+                judged = self._grade(graded, messages, given=outcome)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                judged = exc
+            state = cast("RubricState", {"messages": list(messages)})
+            evaluation, pending_callback = self._conclude(state, None, graded, judged)
+            if pending_callback is not None:
+                self._guard(_run_coroutine_blocking, pending_callback)
         return evaluation
 
     # -- shared logic ------------------------------------------------------------------
@@ -559,7 +563,9 @@ class RubricMiddleware(CheckBeforeModelCall):
 
     def _status_after(self, result: GraderVerdict, iteration: int, looping: bool) -> RubricStatus:
         if looping and result == "needs_revision" and iteration + 1 >= self.max_iterations:
-            logger.info("rubric not met after %d grading passes", self.max_iterations)
+            logger.info(
+                "%srubric not met after %d grading passes", log_prefix(), self.max_iterations
+            )
             return "max_iterations_reached"
         return result
 
@@ -579,7 +585,10 @@ class RubricMiddleware(CheckBeforeModelCall):
         criteria: list[CriterionVerdict]
         if isinstance(outcome, Exception):
             logger.warning(
-                "grader failed on pass %d: %s", graded.iteration, describe_exception(outcome)
+                "%sgrader failed on pass %d: %s",
+                log_prefix(),
+                graded.iteration,
+                describe_exception(outcome),
             )
             result, status = "grader_error", "grader_error"
             explanation, criteria = describe_exception(outcome), []
@@ -658,7 +667,7 @@ class RubricMiddleware(CheckBeforeModelCall):
         except (GraphBubbleUp, PassNotRecorded):
             raise
         except Exception:
-            logger.exception("on_evaluation callback raised; the loop goes on")
+            logger.exception("%son_evaluation callback raised; the loop goes on", log_prefix())
             return None
 
     @staticmethod
@@ -668,7 +677,7 @@ class RubricMiddleware(CheckBeforeModelCall):
         except (GraphBubbleUp, PassNotRecorded):
             raise
         except Exception:
-            logger.exception("on_evaluation callback raised; the loop goes on")
+            logger.exception("%son_evaluation callback raised; the loop goes on", log_prefix())
 
     def _call_back(self, evaluation: RubricEvaluation) -> Any:
         if self.on_evaluation is None:
@@ -683,7 +692,9 @@ class RubricMiddleware(CheckBeforeModelCall):
         try:
             writer(payload)
         except Exception:
-            logger.debug("custom stream writer raised; event dropped", exc_info=True)
+            logger.debug(
+                "%scustom stream writer raised; event dropped", log_prefix(), exc_info=True
+            )
 
     def _emit_end(self, runtime: Runtime[Any] | None, evaluation: RubricEvaluation) -> None:
         self._emit(

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rubric_core.schema import GRADED_KIND, status_sentence
+from rubric_core.schema import (
+    GRADED_KIND,
+    cut_text,
+    quoted,
+    status_sentence,
+)
 
 if TYPE_CHECKING:
     from rubric_core.store import Store
@@ -42,6 +47,10 @@ CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_w
 """click context settings of every command."""
 
 
+_MAX_ERROR_LINE = 2_000
+"""Most characters of one `Error:` line (a message quoting a huge input is cut, marked)."""
+
+
 class BadInput(click.ClickException):
     """A one-line error about the user's input; exit code 2, no traceback."""
 
@@ -49,7 +58,7 @@ class BadInput(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         """Print `Error: <message>` to stderr."""
-        click.echo(f"Error: {self.format_message()}", err=True)
+        click.echo(f"Error: {cut_text(self.format_message(), _MAX_ERROR_LINE)}", err=True)
 
 
 class StoreFailure(click.ClickException):
@@ -60,7 +69,7 @@ class StoreFailure(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         """Print `Error: <message>` to stderr."""
-        click.echo(f"Error: {self.format_message()}", err=True)
+        click.echo(f"Error: {cut_text(self.format_message(), _MAX_ERROR_LINE)}", err=True)
 
 
 def describe_status(status: str, agent_kind: str | None = None) -> str:
@@ -113,7 +122,7 @@ def version_row(store: Store, name: str, version: int | None) -> dict[str, Any]:
         if row["version"] == version:
             return row
     numbers = ", ".join(str(row["version"]) for row in versions)
-    raise BadInput(f"rubric {name!r} has no version {version} (versions: {numbers})")
+    raise BadInput(f"rubric {quoted(name)} has no version {version} (versions: {numbers})")
 
 
 def read_text(path: Path, what: str) -> str:

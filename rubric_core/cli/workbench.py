@@ -58,6 +58,13 @@ def _run(job: Any) -> Any:
 @_samples
 @_tool
 @click.option("--concurrency", type=int, default=4, show_default=True, help="Passes at once.")
+@click.option(
+    "--resume",
+    "resume_batch",
+    default=None,
+    metavar="BATCH",
+    help="Continue an interrupted grade of the same file: rows whose run ended are skipped.",
+)
 @_json
 @db_option
 def grade(
@@ -67,18 +74,23 @@ def grade(
     samples: int,
     tools: tuple[str, ...],
     concurrency: int,
+    resume_batch: str | None,
     as_json: bool,
     db: str | None,
 ) -> None:
     """Grade existing outputs, no agent: one graded run per `input` + `output` row.
 
     A `labels` column (JSON: criterion to true/false) is stored as human labels, with the
-    file's name as reviewer.
+    file's name as reviewer, in the transaction of the row's pass. An interrupted grade
+    (killed, or its store lost) is continued with `--resume BATCH` (the batch id it printed
+    or `runs --batch` shows): rows whose run ended are skipped, the others graded.
 
     \b
     Example:
         python -m rubric_core grade --input-file outputs.csv --rubric essay@2 \\
             --grader openai:gpt-4.1-mini
+        python -m rubric_core grade --input-file outputs.csv --rubric essay@2 \\
+            --grader openai:gpt-4.1-mini --resume graded-3f2a9c0d1e4b5a6f
     """
     from rubric_core.workbench.grade import grade_file
 
@@ -93,6 +105,8 @@ def grade(
                 samples=samples,
                 grader_tools=list(tools),
                 max_concurrency=concurrency,
+                batch_id=resume_batch,
+                resume=resume_batch is not None,
             )
         )
     finally:
@@ -108,7 +122,9 @@ def grade(
         summary,
         as_json,
         f"Graded {len(summary['run_ids'])} outputs ({results}) as batch {summary['batch_id']}; "
-        f"{summary['labelled']} labels stored.{meanings}",
+        f"{summary['labelled']} labels stored."
+        + (f" {summary['skipped']} rows had been graded before." if summary["skipped"] else "")
+        + meanings,
     )
 
 
@@ -121,7 +137,20 @@ def grade(
 @click.option("--status", default=None, help="Only runs with this status.")
 @click.option("--model", default=None, help="Only runs whose agent or grader is this model.")
 @click.option("--rubric-version", type=int, default=None, help="Grade against this version number.")
-@_grader
+@click.option(
+    "--grader",
+    "grader_model",
+    default=None,
+    help="Grader model: provider:model-id, or replay:<scenario> (scripted, offline).",
+)
+@click.option(
+    "--resume",
+    "resume_id",
+    type=int,
+    default=None,
+    metavar="EXPERIMENT",
+    help="Continue an interrupted or stopped experiment: its settings, its gradings kept.",
+)
 @click.option(
     "--grader-prompt",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -145,6 +174,7 @@ def regrade(
     model: str | None,
     rubric_version: int | None,
     grader_model: str | None,
+    resume_id: int | None,
     grader_prompt: Path | None,
     samples: int,
     tools: tuple[str, ...],
@@ -157,21 +187,30 @@ def regrade(
     """Re-grade stored drafts with another rubric version, grader, prompt, tools or samples.
 
     No agent runs. The verdicts are stored as an experiment; the source runs are unchanged.
-    With --samples 2 or more, each criterion's flip rate is reported.
+    With --samples 2 or more, each criterion's flip rate is reported. An experiment whose
+    process went away is marked interrupted; `--resume EXPERIMENT` continues it with its
+    own selection and settings, keeping the gradings it stored.
 
     \b
     Example:
         python -m rubric_core regrade --batch batch-1a2b --rubric-version 3 \\
             --grader openai:gpt-4.1 --samples 3
+        python -m rubric_core regrade --resume 4
     """
     from rubric_core.cli.common import read_text
     from rubric_core.store import RunFilters
     from rubric_core.workbench.regrade import regrade as run_regrade
+    from rubric_core.workbench.regrade import resume_regrade
 
+    if resume_id is None and grader_model is None:
+        raise BadInput("--grader is required (or --resume EXPERIMENT)")
     store = open_store(db)
     try:
 
         def job() -> Any:
+            if resume_id is not None:
+                return resume_regrade(store, resume_id, max_concurrency=concurrency)
+            assert grader_model is not None
             filters = None
             if rubric_name or status or model:
                 filters = RunFilters(rubric=rubric_name, status=status, model=model)
@@ -293,6 +332,7 @@ def agreement(
         agreement_between,
         agreement_by_rubric,
         agreement_with_labels,
+        unfinished_experiments,
     )
 
     if against is not None and against_labels:
@@ -328,22 +368,25 @@ def agreement(
                     )
                 ]
                 report = {"scope": "pooled", "pooled_rubrics": names, **report}
+        unfinished = _run(lambda: unfinished_experiments(store, experiment_id, against))
     finally:
         store.close()
     if as_json:
-        click.echo(json.dumps(report, default=str))
+        click.echo(json.dumps({**report, "unfinished": unfinished}, default=str))
         return
+    notes = [f"Note: {u['note']}." for u in unfinished]
     if per_rubric and against is None:
         blocks = [
             "\n".join([f"rubric {r['rubric']}:", *_report_lines(r, indent="  ")])
             for r in report["rubrics"]
         ]
-        click.echo("\n\n".join(blocks))
+        click.echo("\n\n".join([*notes, *blocks]))
         return
     lines = _report_lines(report)
     if pooled:
         lines[0] = "pooled over every rubric (" + ", ".join(report["pooled_rubrics"]) + "): "
         lines[0] += _figures("overall", report["overall"])
+    lines = [*notes, *lines]
     click.echo("\n".join(lines))
 
 

@@ -9,6 +9,7 @@ from langchain.agents.middleware import AgentMiddleware
 
 from rubric_core.errors import RubricStudioError
 from rubric_core.extras import require
+from rubric_core.grader.logs import RUN_CONFIG_KEY
 from rubric_core.model_check import CheckBeforeModelCall
 from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation, is_checks_only_grader
 
@@ -43,15 +44,19 @@ _RECURSION_STEPS_PER_PASS = 100
 """Graph steps allowed per grading pass (tool-calling agents take many steps per draft)."""
 
 
-def run_config(thread_id: str) -> RunnableConfig:
-    """The LangGraph config a run's agent is invoked (and its state read) with.
+def run_config(thread_id: str, run_id: int | None = None) -> RunnableConfig:
+    """The LangGraph config a run's agent is invoked (and its state read) with; `run_id`
+    (the stored run) names the run in the loop's log lines (`grader.logs`).
 
     Examples:
         >>> run_config("run-1")
         {'configurable': {'thread_id': 'run-1'}, 'recursion_limit': 2000}
     """
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if run_id is not None:
+        configurable[RUN_CONFIG_KEY] = run_id
     return {
-        "configurable": {"thread_id": thread_id},
+        "configurable": configurable,
         "recursion_limit": _RECURSION_STEPS_PER_PASS * MAX_ITERATIONS_LIMIT,
     }
 

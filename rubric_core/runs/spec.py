@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "SpecError",
     "check_input",
     "check_static",
+    "lone_surrogate",
     "spec_from_run",
     "validate_concurrency",
 ]
@@ -142,6 +144,32 @@ def check_input(text: object, field_name: str = "input") -> None:
         )
     if "\x00" in text:
         raise SpecError(field_name, "contains a NUL byte; pass plain text")
+    surrogate = lone_surrogate(text)
+    if surrogate is not None:
+        raise SpecError(field_name, surrogate)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """What is wrong with `text` if it holds a lone surrogate (U+D800..U+DFFF, e.g. from a
+    JSON `"\\ud800"` escape or an undecodable command-line byte), else None: such a
+    string is not Unicode text, and neither a UTF-8 file nor the store can hold it.
+
+    Examples:
+        >>> lone_surrogate("fine")
+        >>> lone_surrogate("ab" + chr(0xD800))
+        'holds a lone surrogate (U+D800 at character 3), which is not text and cannot be stored; write the character itself or a valid escape pair'
+    """
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return (
+        f"holds a lone surrogate (U+{ord(found.group()):04X} at character {found.start() + 1}), "
+        "which is not text and cannot be stored; write the character itself or a valid "
+        "escape pair"
+    )
 
 
 def validate_concurrency(value: object) -> int:

@@ -9,7 +9,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rubric_core.messages import content_text, is_grader_feedback
-from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES, verdict_problem
+from rubric_core.schema import (
+    EVALUATION_RESULTS,
+    MAX_EXPLANATION_CHARS,
+    MAX_GAP_CHARS,
+    RUBRIC_STATUSES,
+    cut_text,
+    verdict_problem,
+)
 from rubric_core.store.errors import StoreError
 from rubric_core.store.validation import require_int, require_text
 
@@ -146,7 +153,7 @@ def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[Criter
                 position,
                 name.strip(),
                 passed,
-                gap or None,
+                cut_text(gap, MAX_GAP_CHARS) if gap else None,
                 weight=weights.get(name.strip(), 1),
                 checked_by=checked_by or None,
                 insufficient=insufficient,
@@ -200,6 +207,24 @@ def _regressions(evaluation: Mapping[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _capped_judge(judge: object) -> object:
+    """A panel judge's record with its explanation and gaps cut as a pass's are."""
+    if not isinstance(judge, Mapping):
+        return judge
+    capped = dict(judge)
+    if isinstance(capped.get("explanation"), str):
+        capped["explanation"] = cut_text(capped["explanation"], MAX_EXPLANATION_CHARS)
+    verdicts = capped.get("criteria")
+    if isinstance(verdicts, list):
+        capped["criteria"] = [
+            {**v, "gap": cut_text(v["gap"], MAX_GAP_CHARS)}
+            if isinstance(v, Mapping) and isinstance(v.get("gap"), str)
+            else v
+            for v in verdicts
+        ]
+    return capped
+
+
 def evaluation_row(
     evaluation: object, weights: Mapping[str, int] | None = None
 ) -> tuple[dict[str, Any], list[CriterionRow]]:
@@ -235,8 +260,11 @@ def evaluation_row(
         "iteration": iteration,
         "result": result,
         "status": status,
-        "explanation": require_text(
-            evaluation.get("explanation") or "", "evaluation explanation", allow_empty=True
+        "explanation": cut_text(
+            require_text(
+                evaluation.get("explanation") or "", "evaluation explanation", allow_empty=True
+            ),
+            MAX_EXPLANATION_CHARS,
         ),
         "draft": require_text(evaluation.get("draft") or "", "evaluation draft", allow_empty=True),
         "started_at": _number(evaluation, "started_at", time.time()),
@@ -257,7 +285,9 @@ def evaluation_row(
         if isinstance(judges, str | bytes) or not isinstance(judges, Sequence):
             msg = f"evaluation judges must be a list of judge verdicts, got {judges!r}"
             raise StoreError(msg, kind="invalid")
-        values["judges"] = json.dumps(list(judges), ensure_ascii=False, default=str)
+        values["judges"] = json.dumps(
+            [_capped_judge(judge) for judge in judges], ensure_ascii=False, default=str
+        )
     return values, _criterion_rows(evaluation["criteria"], weights or {})
 
 

@@ -16,10 +16,12 @@ from rubric_core.evaluate import (
     AgreementReport,
     Comparison,
     ConsistencyReport,
+    LabelError,
     agreement_report,
     check_label_criteria,
     compare_experiments,
     consistency_report,
+    decode_labels,
     pair_up,
     parse_labels_csv,
 )
@@ -39,6 +41,7 @@ __all__ = [
     "labels_elsewhere",
     "next_unlabelled",
     "opening_version",
+    "unfinished_experiments",
     "version_counts",
 ]
 
@@ -191,6 +194,31 @@ def labels_elsewhere(store: Store, rubric: str, version_id: int) -> str | None:
     return f"v{shown['version']} has no human label yet; {held}: pick it above to see them."
 
 
+def unfinished_experiments(store: Store, *experiment_ids: int | None) -> list[dict[str, Any]]:
+    """The experiments among `experiment_ids` that did not finish (`running`, `interrupted`,
+    `stopped`, `error`): `{experiment, status, items, note}`, the note a sentence saying an
+    agreement over it covers only the gradings it stored."""
+    found: list[dict[str, Any]] = []
+    for experiment_id in experiment_ids:
+        if experiment_id is None:
+            continue
+        experiment = store.get_experiment(experiment_id)
+        if experiment["status"] == "done":
+            continue
+        status, items = experiment["status"], int(experiment["items"])
+        then = (
+            "it is still grading"
+            if status == "running"
+            else f"continue it with `regrade --resume {experiment_id}`"
+        )
+        note = (
+            f"experiment {experiment_id} is {status}, not done ({items} gradings stored): "
+            f"the agreement covers those only; {then}"
+        )
+        found.append({"experiment": experiment_id, "status": status, "items": items, "note": note})
+    return found
+
+
 def agreement_between(store: Store, experiment_a: int, experiment_b: int) -> AgreementReport:
     """Experiment A (as predictor) against experiment B, over the passes both graded.
 
@@ -283,8 +311,13 @@ def import_labels_csv(
         isinstance(text_or_path, str) and "\n" not in text_or_path and Path(text_or_path).is_file()
     ):
         path = Path(text_or_path)
-        text = path.read_text(encoding="utf-8-sig")
         source = source or str(path)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            msg = f"{source}: cannot be read ({exc.strerror or exc})"
+            raise LabelError(msg) from exc
+        text = decode_labels(data, source=source)
         reviewer = reviewer or path.name
     else:
         text = str(text_or_path)

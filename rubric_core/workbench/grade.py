@@ -14,14 +14,15 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
+from rubric_core.grader.logs import run_context
 from rubric_core.rubric import parse_criteria
-from rubric_core.runs.spec import validate_concurrency
+from rubric_core.runs.spec import SpecError, lone_surrogate, validate_concurrency
 from rubric_core.runs.validate import grader_problem
 from rubric_core.schema import (
     CHECKS_GRADER,
@@ -29,6 +30,7 @@ from rubric_core.schema import (
     HUMAN_GRADER_PREFIX,
     MAX_CONCURRENCY,
     is_checks_only_grader,
+    quoted,
 )
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.background import BatchJob
@@ -84,6 +86,9 @@ class GradeSummary(TypedDict):
     by_result: dict[str, int]
     """How many passes ended `satisfied`, `needs_revision`, `failed`, `grader_error`."""
 
+    skipped: int
+    """Rows a resumed `grade` skipped: their run had ended before."""
+
 
 def resolve_rubric(store: Store, reference: str) -> dict[str, Any]:
     """The rubric version `NAME` (its latest) or `NAME@VERSION` names.
@@ -101,13 +106,13 @@ def resolve_rubric(store: Store, reference: str) -> dict[str, Any]:
     if not version:
         return versions[-1]
     if not version.strip().isdigit():
-        msg = f"rubric {reference!r}: the version after '@' must be a number, got {version!r}"
+        msg = f"rubric {quoted(reference)}: the version after '@' must be a number, got {quoted(version)}"
         raise GradingError(msg)
     for row in versions:
         if row["version"] == int(version):
             return row
     known = ", ".join(str(v["version"]) for v in versions)
-    msg = f"rubric {name!r} has no version {version} (versions: {known})"
+    msg = f"rubric {quoted(name)} has no version {version} (versions: {known})"
     raise GradingError(msg)
 
 
@@ -195,6 +200,47 @@ def _check_output(output: str) -> None:
         raise GradingError(msg)
 
 
+def _check_rows(rows: Sequence[GradedRow]) -> None:
+    """Every row's input and output storable (a lone surrogate is not), before anything runs."""
+    for index, row in enumerate(rows):
+        number = row.get("row", index + 1)
+        for key in ("input", "output"):
+            value = row.get(key)
+            problem = lone_surrogate(value) if isinstance(value, str) else "is not text"
+            if problem is not None:
+                raise SpecError(f"row {number}: {key}", problem)
+
+
+def _resumable(store: Store, batch_id: str, rows: Sequence[GradedRow], version_id: int) -> set[int]:
+    """The rows of graded batch `batch_id` whose run ended; the batch must be one of these
+    rows against this rubric version."""
+    runs = store.batch_runs(batch_id)
+    if not runs:
+        msg = f"no batch {quoted(batch_id)} to resume; give the batch id `grade` printed"
+        raise GradingError(msg)
+    other = [
+        r for r in runs if r["agent_kind"] != GRADED_KIND or r["rubric_version_id"] != version_id
+    ]
+    if other:
+        msg = (
+            f"batch {quoted(batch_id)} is not a grade of this rubric version (run {other[0]['id']}); "
+            "resume it with the same --rubric"
+        )
+        raise GradingError(msg)
+    beyond = [r for r in runs if r["input_index"] is not None and r["input_index"] >= len(rows)]
+    if beyond:
+        msg = (
+            f"batch {quoted(batch_id)} has row {beyond[0]['input_index'] + 1} but the file has "
+            f"{len(rows)} rows; resume it with the same file"
+        )
+        raise GradingError(msg)
+    return {
+        int(r["input_index"])
+        for r in runs
+        if r["input_index"] is not None and r["status"] not in ("running", "interrupted")
+    }
+
+
 def _store_pass(
     store: Store,
     version: dict[str, Any],
@@ -206,8 +252,18 @@ def _store_pass(
     grader_tools: Sequence[str],
     grader_system_prompt: str | None,
     batch_id: str | None,
-) -> tuple[int, int | None, RubricEvaluation | None]:
-    """Create a graded run, grade its transcript, record the pass, close the run."""
+    labels: Mapping[str, bool] | None = None,
+    reviewer: str = "",
+    input_index: int | None = None,
+    resuming: bool = False,
+) -> tuple[int, int | None, RubricEvaluation | None, int]:
+    """Create a graded run, grade its transcript, record the pass with its labels (one
+    transaction), close the run; returns (run, pass, its record, labels stored).
+
+    With `input_index` (and `batch_id`), `resuming` an input that already has a run (an
+    interrupted `grade`) continues that run: taken over, and a pass it already stored is
+    kept rather than graded again.
+    """
     run_id = store.create_run(
         rubric_version_id=version["id"],
         input=input,
@@ -218,28 +274,49 @@ def _store_pass(
         agent_kind=GRADED_KIND,
         grader_system_prompt=grader_system_prompt,
         batch_id=batch_id,
+        input_index=input_index,
     )
+    if resuming:
+        store.resume_run(run_id)  # an interrupted input's run: this process owns it now
+        kept = store.run_evaluations(run_id)
+        if kept:  # its pass was stored (with its labels) before the interruption
+            last = kept[-1]
+            retry_write(
+                lambda: store.finish_run(run_id, status=last["status"], final_output=output),
+                what=f"the end of run {run_id}",
+            )
+            return run_id, int(last["id"]), cast("RubricEvaluation", last), 0
     messages: list[Any] = [HumanMessage(input), AIMessage(output)]
+    labelled = 0
     try:
         retry_write(lambda: store.save_transcript(run_id, messages), what=f"run {run_id}'s input")
-        evaluation = grade(messages)
-        # Stored before the batch goes on, or the run says the pass could not be (below).
-        evaluation_id = retry_write(
-            lambda: store.record_evaluation(run_id, evaluation),
-            what=f"the graded pass of run {run_id}",
-        )
+        with run_context(run_id):
+            evaluation = grade(messages)
+        # Stored before the batch goes on, or the run says the pass could not be (below);
+        # a row's labels in the same transaction as its pass.
+        if labels and evaluation["criteria"]:
+            given = dict(labels)
+            evaluation_id, labelled = retry_write(
+                lambda: store.record_labelled_pass(run_id, evaluation, given, reviewer=reviewer),
+                what=f"the graded pass of run {run_id} and its labels",
+            )
+        else:
+            evaluation_id = retry_write(
+                lambda: store.record_evaluation(run_id, evaluation),
+                what=f"the graded pass of run {run_id}",
+            )
     except Exception as exc:
         error = f"{exc}"
         retry_write(
             lambda: store.finish_run(run_id, status="error", final_output=output, error=error),
             what=f"the end of run {run_id}",
         )
-        return run_id, None, None
+        return run_id, None, None, 0
     retry_write(
         lambda: store.finish_run(run_id, status=evaluation["status"], final_output=output),
         what=f"the end of run {run_id}",
     )
-    return run_id, evaluation_id, evaluation
+    return run_id, evaluation_id, evaluation, labelled
 
 
 def grade_one(
@@ -270,7 +347,7 @@ def grade_one(
     middleware = build_grader(
         llm, grader_tools=grader_tools, grader_system_prompt=grader_system_prompt, samples=samples
     )
-    run_id, evaluation_id, evaluation = _store_pass(
+    run_id, evaluation_id, evaluation, _ = _store_pass(
         store,
         version,
         input=input,
@@ -300,8 +377,14 @@ def grade_outputs(
     batch_id: str | None = None,
     grader_llm_factory: GraderFactory | None = None,
     stop_event: threading.Event | None = None,
+    resume: bool = False,
 ) -> GradeSummary:
     """Grade every row's output once, `max_concurrency` at a time; store labels given.
+
+    Each row's run is the batch's input at the row's position, its labels stored in the
+    transaction of its pass. With `resume` (and the `batch_id` of an earlier, interrupted
+    `grade` of the same rows), rows whose run ended are skipped, and an interrupted row's
+    run is continued (its stored pass kept, else graded now).
 
     Everything is checked first (the rubric version, every row's labels against its
     criteria, the grader model and tools), so a bad request stores nothing.
@@ -314,6 +397,7 @@ def grade_outputs(
         source: The reviewer name of the dataset's labels (the file's name).
         grader_llm_factory: Makes each pass's grader model instead of `grader_model`.
         stop_event: When set, rows not yet started are skipped.
+        resume: Continue the batch `batch_id` (see above).
 
     Raises:
         GradingError: A label naming a criterion not in the rubric, no rows.
@@ -323,15 +407,17 @@ def grade_outputs(
         msg = "no rows to grade"
         raise GradingError(msg)
     workers = validate_concurrency(max_concurrency)
+    _check_rows(rows)
     version = store.get_rubric_version(rubric_version_id)
     labels = _check_labels(version, rows)
     check_grader(grader_model, version)
     make: GraderFactory = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools, samples=samples)  # checks tools, samples
     batch = batch_id or f"graded-{uuid.uuid4().hex[:16]}"
+    finished = _resumable(store, batch, rows, rubric_version_id) if resume else set()
 
-    def one(index: int) -> tuple[int, int | None, RubricEvaluation | None] | None:
-        if stop_event is not None and stop_event.is_set():
+    def one(index: int) -> tuple[int, int | None, RubricEvaluation | None, int] | None:
+        if index in finished or (stop_event is not None and stop_event.is_set()):
             return None
         row = rows[index]
         middleware = build_grader(
@@ -350,6 +436,10 @@ def grade_outputs(
             grader_tools=grader_tools,
             grader_system_prompt=grader_system_prompt,
             batch_id=batch,
+            labels=labels[index],
+            reviewer=source,
+            input_index=index,
+            resuming=resume,
         )
 
     with ThreadPoolExecutor(max_workers=min(workers, MAX_CONCURRENCY)) as pool:
@@ -360,17 +450,17 @@ def grade_outputs(
         "evaluation_ids": [],
         "labelled": 0,
         "by_result": {},
+        "skipped": len(finished),
     }
     results: Counter[str] = Counter()
-    for outcome, row_labels in zip(done, labels, strict=True):
+    for outcome in done:
         if outcome is None:
             continue
-        run_id, evaluation_id, evaluation = outcome
+        run_id, evaluation_id, evaluation, labelled = outcome
         summary["run_ids"].append(run_id)
         summary["evaluation_ids"].append(evaluation_id)
         results[evaluation["result"] if evaluation else "error"] += 1
-        if evaluation_id is not None and row_labels and evaluation and evaluation["criteria"]:
-            summary["labelled"] += store.set_labels(evaluation_id, row_labels, reviewer=source)
+        summary["labelled"] += labelled
     summary["by_result"] = dict(results)
     return summary
 
@@ -513,7 +603,8 @@ def grade_by_person(
         msg = f"the verdicts cannot be recorded: {exc}"
         raise GradingError(msg) from exc
     middleware = build_grader(None)  # a person's verdict: no model is called
-    run_id, evaluation_id, _ = _store_pass(
+    decided = {c["name"]: c["passed"] for c in outcome.criteria if not c.get("insufficient")}
+    run_id, _, _, _ = _store_pass(
         store,
         version,
         input=input,
@@ -525,10 +616,9 @@ def grade_by_person(
         grader_tools=(),
         grader_system_prompt=None,
         batch_id=batch_id,
+        labels=decided,  # stored with the pass, in its transaction
+        reviewer=reviewer,
     )
-    decided = {c["name"]: c["passed"] for c in outcome.criteria if not c.get("insufficient")}
-    if evaluation_id is not None and decided:
-        store.set_labels(evaluation_id, decided, reviewer=reviewer)
     return run_id
 
 

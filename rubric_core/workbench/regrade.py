@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from rubric_core.errors import InputError
 from rubric_core.evaluate import ConsistencyReport, consistency_report
 from rubric_core.grader.judges import check_judges
+from rubric_core.grader.logs import run_context
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.store import RunFilters
@@ -39,6 +40,7 @@ __all__ = [
     "RegradeJob",
     "RegradeResult",
     "regrade",
+    "resume_regrade",
     "select_passes",
     "start_regrade",
 ]
@@ -149,6 +151,8 @@ class _Plan:
     grader_system_prompt: str | None
     concurrency: int
     stop_event: threading.Event = field(default_factory=threading.Event)
+    done: set[tuple[int, int]] = field(default_factory=set)
+    """(source pass, sample) already graded: a resumed experiment skips them."""
 
     def run(self) -> tuple[int, int]:
         def one(task: tuple[dict[str, Any], int]) -> str | None:
@@ -161,17 +165,23 @@ class _Plan:
                 grader_system_prompt=self.grader_system_prompt,
             )
             messages: list[Any] = [HumanMessage(item["input"]), AIMessage(item["draft"])]
-            evaluation = middleware.grade_transcript(
-                messages,
-                self.version["text"],
-                grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
-            )
+            with run_context(item.get("run_id", f"of pass {item['evaluation_id']}")):
+                evaluation = middleware.grade_transcript(
+                    messages,
+                    self.version["text"],
+                    grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
+                )
             self.store.record_experiment_item(
                 self.experiment_id, int(item["evaluation_id"]), sample, evaluation
             )
             return evaluation["result"]
 
-        tasks = [(item, sample) for item in self.items for sample in range(self.samples)]
+        tasks = [
+            (item, sample)
+            for item in self.items
+            for sample in range(self.samples)
+            if (int(item["evaluation_id"]), sample) not in self.done
+        ]
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             results = list(pool.map(one, tasks))
         done = [r for r in results if r is not None]
@@ -322,6 +332,58 @@ def regrade(
         api_key=api_key,
         grader_llm_factory=grader_llm_factory,
     )
+    return _finish(plan)
+
+
+def resume_regrade(
+    store: Store,
+    experiment_id: int,
+    *,
+    max_concurrency: int = DEFAULT_REGRADE_CONCURRENCY,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    grader_llm_factory: GraderFactory | None = None,
+) -> RegradeResult:
+    """Continue an experiment that did not finish (`interrupted`, `stopped` or `error`):
+    the same selection and settings, the gradings it stored kept, the others done now.
+
+    Returns:
+        As `regrade`; `items` counts the gradings made now.
+
+    Raises:
+        RegradeError: The experiment is done, or still running in a live process.
+    """
+    experiment = store.get_experiment(experiment_id)
+    if experiment["status"] in ("done", "running"):
+        state = "is done" if experiment["status"] == "done" else "is still running"
+        msg = f"experiment {experiment_id} {state}; only an unfinished experiment resumes"
+        raise RegradeError(msg)
+    source = experiment["source"] or {}
+    filters = source.get("filters")
+    items, _ = select_passes(
+        store,
+        run_ids=source.get("run_ids"),
+        batch_id=source.get("batch_id"),
+        filters=RunFilters(**filters) if filters else None,
+        all_passes=bool(source.get("all_passes")),
+    )
+    grader_model = experiment["grader_model"]
+    plan = _Plan(
+        store=store,
+        experiment_id=experiment_id,
+        version=store.get_rubric_version(experiment["rubric_version_id"]),
+        items=items,
+        samples=int(experiment["samples"]),
+        make=grader_llm_factory or _grader_factory(grader_model, base_url, api_key),
+        grader_tools=list(experiment["grader_tools"]),
+        grader_system_prompt=experiment["grader_system_prompt"],
+        concurrency=min(validate_concurrency(max_concurrency), MAX_CONCURRENCY),
+        done={
+            (int(item["evaluation_id"]), int(item["sample"]))
+            for item in store.experiment_items(experiment_id)
+        },
+    )
+    store.resume_experiment(experiment_id)
     return _finish(plan)
 
 

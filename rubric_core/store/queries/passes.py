@@ -15,6 +15,8 @@ from rubric_core.store.sqlbase import now_iso, returned_id
 from rubric_core.store.validation import require_int
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rubric_core.schema import RubricEvaluation
     from rubric_core.store.sqlbase import Tx
 
@@ -41,6 +43,11 @@ class PassQueries(RunQueries):
         Raises:
             StoreError: Unknown run, or the evaluation dict is malformed.
         """
+        return self._backend.write(self._pass_job(run_id, evaluation))
+
+    def _pass_job(self, run_id: int, evaluation: RubricEvaluation) -> Callable[[Tx], int]:
+        """The write job of `record_evaluation` (checked now), for a caller that adds to
+        its transaction (`record_labelled_pass`)."""
         run_id = require_int(run_id, "run_id")
         values, criteria = evaluation_row(evaluation, self._weights(run_id))
         values = {**values, "run_id": run_id, "recorded_at": now_iso()}
@@ -102,7 +109,7 @@ class PassQueries(RunQueries):
             )
             return evaluation_id
 
-        return self._backend.write(job)
+        return job
 
     def _weights(self, run_id: int) -> dict[str, int]:
         """Criterion name -> weight in the run's rubric (a run's rubric never changes).

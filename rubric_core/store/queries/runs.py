@@ -9,7 +9,14 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.schema import GRADED_KIND, KEEP_CHOICES, RUN_AGENT_KINDS, RUN_STATUSES
+from rubric_core.schema import (
+    GRADED_KIND,
+    KEEP_CHOICES,
+    MAX_ERROR_CHARS,
+    RUN_AGENT_KINDS,
+    RUN_STATUSES,
+    cut_text,
+)
 from rubric_core.store.errors import StoreError, unknown_rubric, unknown_run, unknown_version
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import current_owner, pid_alive
@@ -119,7 +126,37 @@ def mark_interrupted(tx: Tx, where: str) -> int:
         )
     if dead:
         _log.info("marked %d run(s) interrupted in %s", len(dead), where)
+    _mark_experiments_interrupted(tx, host, where)
     return len(dead)
+
+
+def _mark_experiments_interrupted(tx: Tx, host: str, where: str) -> None:
+    """Mark `interrupted` the `running` experiments whose process on this host is gone
+    (and those from before experiments had an owner, which no process can still grade)."""
+    rows = tx.all(
+        "SELECT id, pid, proc_start, host FROM experiments WHERE status = 'running' "
+        "AND (host = ? OR host IS NULL)",
+        (host,),
+    )
+    dead = [row for row in rows if not pid_alive(row[1], row[2])]
+    for experiment_id, pid, _proc_start, _host in dead:
+        count = tx.one(
+            "SELECT COUNT(*) FROM experiment_items WHERE experiment_id = ?", (experiment_id,)
+        )
+        graded = int(count[0]) if count is not None else 0
+        who = f"process {pid} on {host}" if pid else "its process"
+        tx.run(
+            "UPDATE experiments SET status = 'interrupted', finished_at = ?, error = ? "
+            "WHERE id = ? AND status = 'running'",
+            (
+                now_iso(),
+                f"{who} exited while it was grading ({graded} items stored); "
+                f"continue it with `regrade --resume {experiment_id}`",
+                experiment_id,
+            ),
+        )
+    if dead:
+        _log.info("marked %d experiment(s) interrupted in %s", len(dead), where)
 
 
 class RunQueries(RubricQueries):
@@ -271,7 +308,7 @@ class RunQueries(RubricQueries):
         values: dict[str, Any] = {
             "status": status,
             "final_output": final_output or "",
-            "error": error,
+            "error": cut_text(error, MAX_ERROR_CHARS) if error else error,
             "agent_input_tokens": agent_input_tokens,
             "agent_output_tokens": agent_output_tokens,
         }
