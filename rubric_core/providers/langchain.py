@@ -19,6 +19,7 @@ from rubric_core import config
 from rubric_core.extras import MissingExtra
 from rubric_core.providers.base import BuildOptions, Provider
 from rubric_core.providers.errors import ModelSpecError
+from rubric_core.providers.http import deadline_http_client
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -97,6 +98,8 @@ class LangChainProvider(Provider):
         kwargs: dict[str, Any] = {"timeout": options.timeout_s}
         if options.role == "grader":
             kwargs["max_retries"] = 0  # the middleware retries transient grader failures itself
+            if self.name == "openai":
+                kwargs["http_client"] = deadline_http_client()
         if options.api_key:
             kwargs["api_key"] = options.api_key
         try:
@@ -140,7 +143,8 @@ def model_from_spec(spec: str, *, timeout_s: float, parameter: str = "model") ->
         )
         raise ValueError(msg)
     try:
-        model: BaseChatModel = init_chat_model(text, timeout=timeout_s, max_retries=0)
+        extra = {"http_client": deadline_http_client()} if provider.strip() == "openai" else {}
+        model: BaseChatModel = init_chat_model(text, timeout=timeout_s, max_retries=0, **extra)
     except Exception as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         msg = f"{parameter}={spec!r} cannot be used as a grader model: {detail.rstrip('.')}"

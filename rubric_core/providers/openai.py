@@ -19,6 +19,7 @@ from rubric_core import config
 from rubric_core.extras import MissingExtra
 from rubric_core.providers.base import BuildOptions, Provider, has_class_from
 from rubric_core.providers.errors import ModelSpecError
+from rubric_core.providers.http import deadline_http_client
 from rubric_core.providers.langchain import LangChainProvider
 from rubric_core.schema import BASE_URL_ENV
 
@@ -115,6 +116,7 @@ def compatible_model(
         base_url=base_url,
         api_key=SecretStr(api_key or env_key or "not-needed"),
         timeout=timeout_s,
+        http_client=deadline_http_client() if role == "grader" else None,
         # The middleware retries the grader itself; the agent gets no hidden retries either,
         # so a failing endpoint surfaces at once as a clear run error.
         max_retries=0,
