@@ -27,13 +27,14 @@ also enforce the limits.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rubric_core.check_registry import check_problem
+from rubric_core.check_registry import check_problem, registry_version
 from rubric_core.errors import InputError
 
 MAX_RUBRIC_CHARS = 20_000
@@ -294,6 +295,23 @@ def parse_criteria(text: str) -> list[CriterionSpec]:
         ...
         rubric_core.rubric.RubricError: line 1 ('- [0] Cites the date'): weight [0] counts for nothing; use 1 to 100, or -1 to -100 for a penalty
     """
+    if not isinstance(text, str):
+        return _parse_criteria(text)
+    return list(_parsed(text, registry_version()))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str, registry: int) -> tuple[CriterionSpec, ...]:
+    """`parse_criteria`, kept per rubric text and state of the check registry.
+
+    A run parses its rubric several times (checking it, each pass, the store's weights):
+    the criteria are frozen, so the same text gives the same criteria until a custom
+    check is registered or unregistered. An error is not kept: it is raised each time.
+    """
+    return tuple(_parse_criteria(text))
+
+
+def _parse_criteria(text: str) -> list[CriterionSpec]:
     criteria: list[CriterionSpec] = []
     seen: dict[str, CriterionSpec] = {}
     for number, raw, body in _lines(text, bare=True):

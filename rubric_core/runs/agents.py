@@ -10,7 +10,7 @@ from langchain.agents.middleware import AgentMiddleware
 from rubric_core.errors import RubricStudioError
 from rubric_core.extras import require
 from rubric_core.grader.logs import RUN_CONFIG_KEY
-from rubric_core.model_check import CheckBeforeModelCall
+from rubric_core.middleware import RubricMiddleware
 from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation, is_checks_only_grader
 
 if TYPE_CHECKING:
@@ -65,17 +65,30 @@ class StopRun(RubricStudioError):
     """Raised inside the agent loop when a run was asked to stop (`RunHandle.stop()`)."""
 
 
-class _StopMiddleware(CheckBeforeModelCall):
-    """Raises `StopRun` before the agent's next model call once a stop was requested."""
+class _StoppableRubricMiddleware(RubricMiddleware):
+    """`RubricMiddleware` that also raises `StopRun` before the agent's next model call
+    once a stop was requested.
 
-    def __init__(self, stopped: Callable[[], bool]) -> None:
-        super().__init__()
+    One middleware rather than a stop middleware beside the grader: LangChain wraps every
+    middleware's `wrap_model_call` in a tracing span of its own, so each one more costs
+    every model call of every run. The stop is checked first, then the rubric. Its name
+    stays `RubricMiddleware`, the name of its graph node (`RubricMiddleware.after_agent`)
+    in checkpoints written before it existed.
+    """
+
+    def __init__(self, stopped: Callable[[], bool], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self._stopped = stopped
+
+    @property
+    def name(self) -> str:
+        return RubricMiddleware.__name__
 
     def check(self, request: ModelRequest[Any]) -> None:
         if self._stopped():
             msg = "stopped on request"
             raise StopRun(msg)
+        super().check(request)
 
 
 def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel | None]:
@@ -125,7 +138,6 @@ def build_agent(
         >>> agent = build_agent(spec, agent_llm=agent_model, grader_llm=grader_model)  # doctest: +SKIP
         >>> agent.invoke({"messages": [("user", spec.input)], "rubric": rubric})  # doctest: +SKIP
     """
-    from rubric_core.middleware import RubricMiddleware
     from rubric_core.tools import get_tools
 
     if agent_llm is None or grader_llm is None:
@@ -133,20 +145,22 @@ def build_agent(
         agent_llm = agent_llm or resolved_agent
         grader_llm = grader_llm or resolved_grader
     assert agent_llm is not None
-    grader = RubricMiddleware(
-        model=grader_llm,
-        tools=get_tools(list(spec.grader_tools)),
-        system_prompt=spec.grader_system_prompt,
-        max_iterations=spec.max_iterations,
-        on_evaluation=on_evaluation,
-        keep="best" if spec.keep == "best" else "last",
-    )
-    middleware: list[AgentMiddleware[Any, Any, Any]] = []
+    grading: dict[str, Any] = {
+        "model": grader_llm,
+        "tools": get_tools(list(spec.grader_tools)),
+        "system_prompt": spec.grader_system_prompt,
+        "max_iterations": spec.max_iterations,
+        "on_evaluation": on_evaluation,
+        "keep": "best" if spec.keep == "best" else "last",
+    }
     if stopped is None and stop_event is not None:
         stopped = stop_event.is_set
-    if stopped is not None:
-        middleware.append(_StopMiddleware(stopped))
-    middleware.append(grader)
+    grader = (
+        RubricMiddleware(**grading)
+        if stopped is None
+        else _StoppableRubricMiddleware(stopped, **grading)
+    )
+    middleware: list[AgentMiddleware[Any, Any, Any]] = [grader]
     if spec.agent_kind == "deep":
         require("deepagents", "deepagents")
         from deepagents import create_deep_agent

@@ -1,7 +1,9 @@
 """The PostgreSQL backend: psycopg 3 and a `psycopg_pool.ConnectionPool`; the SQL is `store.queries`'.
 
 Every write takes a pooled connection, runs in one transaction and commits before it
-returns (`synchronous_commit` is left on, so a committed pass survives a server crash).
+returns (`synchronous_commit` is left on, so a committed pass survives a server crash;
+only a write made with `durable=False`, a run's row before its first pass, turns it off
+for its own transaction).
 Many processes and hosts may share the database: migrations run under an advisory lock,
 rubric versions are numbered under a row lock, and a batch input's run is unique.
 """
@@ -226,13 +228,15 @@ class PostgresBackend(SQLBackend):
     def _closed_error(self) -> StoreError:
         return StoreError(f"store {redact_url(self.url)} is closed", kind="invalid")
 
-    def _write(self, job: Callable[[Tx], _T]) -> _T:
+    def _write(self, job: Callable[[Tx], _T], *, durable: bool = True) -> _T:
         if self.pool.closed:
             raise self._closed_error()
         if self.refusal is not None:
             raise write_refused(self.refusal)
         # The pool commits when the block ends without error, rolls back otherwise.
         with translating(self.url), self.pool.connection() as conn:
+            if not durable:  # this transaction only; the next synchronous commit flushes it
+                conn.execute("SET LOCAL synchronous_commit = off")
             return job(_PgTx(conn))
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:

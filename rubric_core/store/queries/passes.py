@@ -118,9 +118,11 @@ class PassQueries(RunQueries):
         follows reports what is wrong with the store (and recovers what it can).
         """
         if run_id not in self._weight_cache:
+            text = self._new_run_rubrics.pop(run_id, None)  # a run created here: known
             try:
-                version_id = int(self.get_run(run_id)["rubric_version_id"])
-                text = self.get_rubric_version(version_id)["text"]
+                if text is None:
+                    version_id = int(self.get_run(run_id)["rubric_version_id"])
+                    text = self.get_rubric_version(version_id)["text"]
             except StoreError:
                 return {}
             try:

@@ -38,6 +38,8 @@ _FINAL_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
 _RUN_PAGE = 10_000
 """`batch_runs`' page."""
 _ENDED = ("satisfied", "failed", "grader_error", "max_iterations_reached", "error")
+_NEW_RUN_RUBRICS_KEPT = 1024
+"""Rubric texts of new runs kept for their first pass (`RunQueries._new_run_rubrics`)."""
 _BATCH_KEY = "(batch_id, input_index) WHERE batch_id IS NOT NULL AND input_index IS NOT NULL"
 
 _RUN_COLUMNS = """
@@ -162,6 +164,10 @@ def _mark_experiments_interrupted(tx: Tx, host: str, where: str) -> None:
 class RunQueries(RubricQueries):
     """The run methods of `Store`."""
 
+    _new_run_rubrics: dict[int, str]
+    """The rubric text of each run this store created, until its first pass takes it
+    (`PassQueries._weights`); `Store.__init__` starts it empty."""
+
     # --- writes -------------------------------------------------------------------------
 
     def create_run(
@@ -180,6 +186,7 @@ class RunQueries(RubricQueries):
         batch_id: str | None = None,
         input_index: int | None = None,
         keep: str = "last",
+        durable: bool = True,
     ) -> int:
         """Record a new run with status `running`, owned by this process; returns its id.
 
@@ -187,6 +194,9 @@ class RunQueries(RubricQueries):
         batch), an input that already has a run gets that run's id back and nothing is
         written: a retried batch task finds its run (then `resume_run` takes it over).
         `keep` is the run's `RubricMiddleware(keep=...)`: `"last"` or `"best"`.
+        `durable=False` commits the row without flushing it to disk on its own: the
+        run's first pass (or its end) flushes it (`SQLBackend.write`). The runner does
+        so; a power cut before then loses a row that had nothing graded yet.
 
         Raises:
             StoreError: A field is invalid or the rubric version does not exist.
@@ -231,8 +241,10 @@ class RunQueries(RubricQueries):
         }
         keyed = batch_id is not None and input_index is not None
 
-        def job(tx: Tx) -> int:
-            row = tx.one("SELECT rubric_id FROM rubric_versions WHERE id = ?", (rubric_version_id,))
+        def job(tx: Tx) -> tuple[int, str | None]:
+            row = tx.one(
+                "SELECT rubric_id, text FROM rubric_versions WHERE id = ?", (rubric_version_id,)
+            )
             if row is None:
                 raise unknown_version(rubric_version_id)
             conflict = f" ON CONFLICT {_BATCH_KEY} DO NOTHING" if keyed else ""
@@ -242,15 +254,19 @@ class RunQueries(RubricQueries):
                 (*columns.values(), row[0]),
             )
             if inserted is not None:
-                return int(inserted[0])
-            return returned_id(
-                tx.one(
-                    "SELECT id FROM runs WHERE batch_id = ? AND input_index = ?",
-                    (batch_id, input_index),
-                )
+                return int(inserted[0]), str(row[1])
+            existing = tx.one(
+                "SELECT id FROM runs WHERE batch_id = ? AND input_index = ?",
+                (batch_id, input_index),
             )
+            return returned_id(existing), None
 
-        return self._backend.write(job)
+        run_id, rubric = self._backend.write(job, durable=durable)
+        if rubric is not None:  # its first pass needs the weights: no read for them then
+            if len(self._new_run_rubrics) >= _NEW_RUN_RUBRICS_KEPT:
+                self._new_run_rubrics.clear()  # runs that never got a pass; a hint only
+            self._new_run_rubrics[run_id] = rubric
+        return run_id
 
     def save_transcript(
         self, run_id: int, messages: Sequence[BaseMessage | Mapping[str, Any]]
