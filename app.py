@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_widgets.session import run_registry
 from app_widgets.store import db_label, get_store, store_guard
+from app_widgets.warm import warm_page_visits
 from rubric_core.ui.models import configured_models_mode
 
 st.set_page_config(page_title="Rubric Studio", page_icon="⚖️", layout="wide")
@@ -51,5 +52,10 @@ if store is None:
     # get_store already said what is wrong with the database file and what to do.
     st.stop()
 
-with store_guard():
-    page.run()
+try:
+    with store_guard():
+        page.run()
+finally:
+    # After the page is drawn (or stopped): what later pages' first visits need, loaded in
+    # the background.
+    warm_page_visits()
