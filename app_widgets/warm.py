@@ -1,4 +1,4 @@
-"""Warm-up for a page's first visit: server imports on a thread, browser chunks when idle.
+"""Warm-up for a page's first visit in the browser: Streamlit's element code, when idle.
 
 A page's first visit paid for what it was the first to need: on the server, imports
 (`rubric_core.ui.warm`); in the browser, Streamlit's lazily loaded element code (plotly's
@@ -16,9 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from rubric_core.ui.warm import warm_up
-
-__all__ = ["warm_page_visits"]
+__all__ = ["preload_browser_chunks"]
 
 # Streamlit's element chunks, by the prefix of their hashed file names.
 CHUNKS = ("PlotlyChart.", "DataFrame.")
@@ -46,9 +44,9 @@ def _script(names: tuple[str, ...]) -> str:
     )
 
 
-def warm_page_visits() -> None:
-    """Start the server warm-up (once per process) and, once per session, the browser's."""
-    warm_up()
+def preload_browser_chunks() -> None:
+    """Once per session, ask the browser to import Streamlit's chart and table code when idle
+    (the server's imports are `rubric_core.ui.warm.warm_up`)."""
     if st.session_state.get(_FLAG):
         return
     names = _chunk_names()

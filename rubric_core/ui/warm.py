@@ -42,7 +42,7 @@ def _warm() -> None:
         for name in WARM_MODULES:
             try:
                 importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - the page that needs it reports the failure
+            except Exception:  # the page that needs it reports the failure itself
                 logger.debug("warm-up could not import %s", name, exc_info=True)
         try:
             from rubric_core.ui.charts import heatmap_figure, progress_figure
@@ -50,7 +50,7 @@ def _warm() -> None:
             # A first figure builds plotly's validators and template (a few hundred ms).
             progress_figure([], finished=True).to_json()
             heatmap_figure([], [], finished=True).to_json()
-        except Exception:  # noqa: BLE001
+        except Exception:  # a figure the pages draw reports its own failure
             logger.debug("warm-up could not build a figure", exc_info=True)
     finally:
         done.set()
