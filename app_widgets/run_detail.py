@@ -68,8 +68,10 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
             )
         else:
             st.caption(f"Score of the answer handed back: {float(run['score']):.2f}")
-    with st.expander("Grader seconds per pass"):
-        st.plotly_chart(timeline_figure(evaluations), key=f"{key}_seconds")
+    # Drawn only while open (opening it reruns the page or its fragment).
+    seconds = st.expander("Grader seconds per pass", key=f"{key}_seconds_open", on_change="rerun")
+    if seconds.open:
+        seconds.plotly_chart(timeline_figure(evaluations), key=f"{key}_seconds")
     for name, from_pass, to_pass in regressions:
         st.warning(
             f"Regression: passed in {pass_label(from_pass)}, failed in {pass_label(to_pass)}: "
