@@ -365,7 +365,7 @@ def parse_rubric(text: str) -> list[str]:
 
 def penalty_names(text: str) -> frozenset[str]:
     """The names of a rubric's penalties (`- [-N] text`), for showing their verdicts as
-    `absent ✓` / `present ✗` (`schema.criterion_mark`); empty when the text does not parse.
+    `absent ✓` / `present ✗` (`wording.criterion_mark`); empty when the text does not parse.
 
     Examples:
         >>> sorted(penalty_names("- Gives the date\\n- [-5] Invents a price"))

@@ -113,61 +113,6 @@ GRADED_STATUS_DESCRIPTIONS: dict[str, str] = {
 by `grade`, a graded dataset or the Run page's grade form): no agent is mentioned."""
 
 
-def status_sentence(status: str | None, *, graded: bool = False) -> str:
-    """What a run status means, in one sentence: the one home of the status sentences,
-    read by the CLI and every page. `graded` picks the sentence of a grade-only run
-    (`agent_kind == GRADED_KIND`), which mentions no agent; an unknown status says so.
-
-    Examples:
-        >>> "agent" in status_sentence("needs_revision", graded=True)
-        False
-        >>> status_sentence("bogus")
-        "Unknown status 'bogus'."
-    """
-    table = GRADED_STATUS_DESCRIPTIONS if graded else RUN_STATUS_DESCRIPTIONS
-    return table.get(status or "", f"Unknown status {status!r}.")
-
-
-PENALTY_MARKS: dict[bool, str] = {True: "absent ✓", False: "present ✗"}
-"""How a penalty's verdict reads (`- [-N] text`, something the work must not do): its
-criterion *passes* when the bad thing is absent, so ✓ alone would read as "it invents
-a price". Every output that shows verdicts uses `criterion_mark`."""
-
-
-def criterion_mark(passed: bool | None, *, penalty: bool = False) -> str:
-    """A verdict's mark where it is printed or shown: `✓` / `✗` (`?` undecided), and for
-    a penalty `absent ✓` / `present ✗`, the one wording the CLI and the pages use.
-
-    Examples:
-        >>> criterion_mark(True), criterion_mark(False), criterion_mark(None)
-        ('✓', '✗', '?')
-        >>> criterion_mark(True, penalty=True), criterion_mark(False, penalty=True)
-        ('absent ✓', 'present ✗')
-    """
-    if passed is None:
-        return "?"
-    if penalty:
-        return PENALTY_MARKS[bool(passed)]
-    return "✓" if passed else "✗"
-
-
-def is_penalty(verdict: object) -> bool:
-    """Whether a verdict dict (stored: `weight` when not 1) is a penalty's (weight below 0).
-
-    Examples:
-        >>> is_penalty({"name": "Invents a price", "passed": True, "weight": -5})
-        True
-        >>> is_penalty({"name": "a", "passed": True})
-        False
-    """
-    if not isinstance(verdict, Mapping):
-        return False
-    try:
-        return int(verdict.get("weight") or 1) < 0
-    except (TypeError, ValueError):
-        return False
-
-
 AgentKind = Literal["basic", "deep"]
 """`basic` is `langchain.agents.create_agent`, `deep` is deepagents' `create_deep_agent`."""
 
@@ -210,69 +155,6 @@ DEFAULT_MAX_ITERATIONS = 3
 
 MAX_CONCURRENCY = 16
 """The most runs a batch executes at once in one process."""
-
-MAX_EXPLANATION_CHARS = 8_000
-"""Longest pass explanation kept (a grader's or a person's); a longer one is cut
-(`cut_text`), the cut marked."""
-
-MAX_GAP_CHARS = 2_000
-"""Longest criterion gap kept; a longer one is cut, the cut marked."""
-
-MAX_NOTE_CHARS = 2_000
-"""Longest label note or experiment name kept; a longer one is cut, the cut marked."""
-
-MAX_ERROR_CHARS = 8_000
-"""Longest stored run error kept; a longer one is cut, the cut marked."""
-
-MAX_LISTED_NAMES = 10
-"""Most invented criterion names an explanation lists (the rest counted)."""
-
-MAX_QUOTED_CHARS = 60
-"""Most characters of a bad value an error message quotes (`quoted`)."""
-
-
-def cut_text(text: str, limit: int) -> str:
-    """`text` if it has at most `limit` characters, else its start with the cut marked.
-
-    Examples:
-        >>> cut_text("short", 10)
-        'short'
-        >>> cut_text("x" * 100, 40)
-        'xxxxxxxxxxxx… [cut: 88 more characters]'
-    """
-    if len(text) <= limit:
-        return text
-
-    def marker(omitted: int) -> str:
-        return f"… [cut: {omitted:,} more characters]"
-
-    keep = max(limit - len(marker(len(text))), 0)  # the marker of fewer omitted is no longer
-    return text[:keep] + marker(len(text) - keep)
-
-
-def quoted(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
-    """`repr(value)` for an error message, at most a short prefix of it.
-
-    Examples:
-        >>> quoted("haiku")
-        "'haiku'"
-        >>> quoted("x" * 100_000)
-        "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'… (100,000 characters)"
-    """
-    if isinstance(value, str) and len(value) > limit:
-        return f"{value[: limit - 4]!r}… ({len(value):,} characters)"
-    return repr(value)
-
-
-def is_single_line(text: str) -> bool:
-    """False if `text` holds any line break Python knows (`\\n`, `\\r`, U+2028, U+2029,
-    U+0085, vertical tab, form feed, the file/group/record separators).
-
-    Examples:
-        >>> is_single_line("one line"), is_single_line("a\\u2028b"), is_single_line("a\\nb")
-        (True, False, False)
-    """
-    return len(text.splitlines()) <= 1 and not text.endswith(("\n", "\r"))
 
 
 REPLAY_PREFIX = "replay:"

@@ -14,7 +14,8 @@ from rubric_core.runs.spec import SpecError, check_input
 from rubric_core.store import Store
 from rubric_core.workbench.datasets import DatasetError, load_graded_upload, load_upload
 
-RUBRIC = "- Fewer than 40 words\n- Exactly two sentences\n"
+RUBRIC = "- Fewer than 40 words {words < 40}\n- Exactly two sentences {sentences == 2}\n"
+"""Checks only: graded with `--grader none`, offline."""
 
 
 @pytest.fixture
@@ -56,9 +57,7 @@ def test_grade_refuses_a_lone_surrogate_in_an_output_and_leaves_no_run(invoke, t
     data.write_text(
         json.dumps({"input": "q", "output": "fine"}) + '\n{"input": "q", "output": "x\\udfff"}\n'
     )
-    result = invoke(
-        "grade", "--input-file", str(data), "--rubric", "bottle", "--grader", "replay:haiku"
-    )
+    result = invoke("grade", "--input-file", str(data), "--rubric", "bottle", "--grader", "none")
     _one_line_error(result, "graded.jsonl: line 2: 'output' holds a lone surrogate (U+DFFF")
     with Store(invoke.db) as store:
         assert store.count_runs() == 0
@@ -122,9 +121,7 @@ def test_a_jsonl_object_with_a_key_twice_is_an_error():
 def graded(invoke, tmp_path):
     data = tmp_path / "graded.jsonl"
     data.write_text(json.dumps({"input": "q", "output": "It keeps drinks cold. It is steel."}))
-    result = invoke(
-        "grade", "--input-file", str(data), "--rubric", "bottle", "--grader", "replay:haiku"
-    )
+    result = invoke("grade", "--input-file", str(data), "--rubric", "bottle", "--grader", "none")
     assert result.exit_code == 0, result.output
     return invoke
 
@@ -174,7 +171,7 @@ def test_a_line_or_paragraph_separator_fails_the_single_line_check(tmp_path, sep
 
 
 def test_a_huge_explanation_and_gap_are_cut_and_marked(tmp_path):
-    from rubric_core.schema import MAX_EXPLANATION_CHARS, MAX_GAP_CHARS
+    from rubric_core.limits import MAX_EXPLANATION_CHARS, MAX_GAP_CHARS
 
     with Store(tmp_path / "s.db") as store:
         version = store.save_rubric_version("r", "- a\n")
@@ -233,7 +230,7 @@ def test_blank_drawn_fillers_before_a_formula_are_seen_through(filler):
 
 
 def test_a_panel_judges_huge_explanation_is_cut_too(tmp_path):
-    from rubric_core.schema import MAX_EXPLANATION_CHARS, MAX_GAP_CHARS
+    from rubric_core.limits import MAX_EXPLANATION_CHARS, MAX_GAP_CHARS
 
     with Store(tmp_path / "s.db") as store:
         version = store.save_rubric_version("r", "- a\n", note="n" * 100_000)

@@ -45,7 +45,7 @@ def _outputs(tmp_path: Path, texts: list[str], labels: list[dict] | None = None)
 
 
 def test_grade_only_sentences_mention_no_agent() -> None:
-    from rubric_core.schema import status_sentence
+    from rubric_core.wording import status_sentence
 
     for status in RUN_STATUSES:
         assert "agent" not in status_sentence(status, graded=True), status
@@ -55,7 +55,7 @@ def test_grade_only_sentences_mention_no_agent() -> None:
 
 
 def test_cli_grade_says_what_each_result_means_without_an_agent(invoke, tmp_path: Path) -> None:
-    from rubric_core.schema import status_sentence
+    from rubric_core.wording import status_sentence
 
     rubric = tmp_path / "rubric.txt"
     rubric.write_text(BOTTLE)
@@ -139,8 +139,8 @@ def test_experiment_matrix_rows_are_inputs_and_pickers_follow_labels() -> None:
 
 
 def test_a_penalty_verdict_reads_absent_or_present() -> None:
-    from rubric_core.schema import criterion_mark
     from rubric_core.ui import pass_details, review_rows
+    from rubric_core.wording import criterion_mark
 
     assert (criterion_mark(True, penalty=True), criterion_mark(False, penalty=True)) == (
         "absent ✓",

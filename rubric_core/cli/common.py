@@ -9,12 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rubric_core.schema import (
-    GRADED_KIND,
-    cut_text,
-    quoted,
-    status_sentence,
-)
+from rubric_core.limits import cut_text, quoted
+from rubric_core.schema import GRADED_KIND
+from rubric_core.wording import status_sentence
 
 if TYPE_CHECKING:
     from rubric_core.store import Store
@@ -73,7 +70,7 @@ class StoreFailure(click.ClickException):
 
 
 def describe_status(status: str, agent_kind: str | None = None) -> str:
-    """The one-sentence meaning of a run status (`schema.status_sentence`); a grade-only
+    """The one-sentence meaning of a run status (`wording.status_sentence`); a grade-only
     run (`agent_kind="graded"`) gets the sentence that mentions no agent.
 
     Examples:

@@ -10,7 +10,8 @@ import click
 
 from rubric_core.cli.common import CONTEXT, BadInput, iso_date, open_store, read_text, version_row
 from rubric_core.cli.options import db_option
-from rubric_core.schema import RUN_STATUSES, quoted
+from rubric_core.limits import quoted
+from rubric_core.schema import RUN_STATUSES
 
 __all__ = ["export", "rubrics", "scenarios"]
 

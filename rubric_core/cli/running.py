@@ -31,8 +31,9 @@ from rubric_core.cli.options import (
     spec_options,
 )
 from rubric_core.extras import require
-from rubric_core.schema import MAX_CONCURRENCY, criterion_mark, is_penalty
+from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.scoring import shown_score
+from rubric_core.wording import criterion_mark, is_penalty
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
@@ -59,7 +60,7 @@ def format_pass(evaluation: Mapping[str, Any], penalties: Collection[str] = ()) 
     """One graded pass as terminal lines: verdict, a mark per criterion with its gap, explanation.
 
     A penalty (named in `penalties`, or a verdict with a negative `weight`) reads
-    `absent ✓` / `present ✗` (`schema.criterion_mark`), never a bare ✓ for "it invents a price".
+    `absent ✓` / `present ✗` (`wording.criterion_mark`), never a bare ✓ for "it invents a price".
 
     Examples:
         >>> print(format_pass({"iteration": 0, "result": "needs_revision", "status": "needs_revision",

@@ -35,6 +35,13 @@ from rubric_core.grader.prompt import (
 )
 from rubric_core.grader.retry import GRADER_RECURSION_LIMIT, RetryPolicy, describe_exception
 from rubric_core.grader.verdict_schema import verdict_model
+from rubric_core.limits import (
+    MAX_EXPLANATION_CHARS,
+    MAX_GAP_CHARS,
+    MAX_LISTED_NAMES,
+    cut_text,
+    quoted,
+)
 from rubric_core.model_check import CheckBeforeModelCall
 from rubric_core.providers.registry import (
     grader_model,
@@ -42,16 +49,7 @@ from rubric_core.providers.registry import (
     provider_of,
     wants_cache_markers,
 )
-from rubric_core.schema import (
-    MAX_EXPLANATION_CHARS,
-    MAX_GAP_CHARS,
-    MAX_LISTED_NAMES,
-    RUBRIC_GRADER_MESSAGE_SOURCE,
-    GraderResponse,
-    cut_text,
-    pass_result,
-    quoted,
-)
+from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse, pass_result
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

@@ -6,7 +6,7 @@ import sqlite3
 from typing import Literal, get_args
 
 from rubric_core.errors import InputError, RubricStudioError
-from rubric_core.schema import quoted
+from rubric_core.limits import quoted
 
 __all__ = [
     "STORE_ERROR_KINDS",

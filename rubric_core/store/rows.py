@@ -8,15 +8,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from rubric_core.limits import MAX_EXPLANATION_CHARS, MAX_GAP_CHARS, cut_text
 from rubric_core.messages import content_text, is_grader_feedback
-from rubric_core.schema import (
-    EVALUATION_RESULTS,
-    MAX_EXPLANATION_CHARS,
-    MAX_GAP_CHARS,
-    RUBRIC_STATUSES,
-    cut_text,
-    verdict_problem,
-)
+from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES, verdict_problem
 from rubric_core.store.errors import StoreError
 from rubric_core.store.validation import require_int, require_text
 

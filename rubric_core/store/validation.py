@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rubric_core.schema import is_single_line, quoted
+from rubric_core.limits import is_single_line, quoted
 from rubric_core.store.errors import StoreError
 
 __all__ = [

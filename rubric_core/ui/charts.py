@@ -14,7 +14,6 @@ try:
 except ModuleNotFoundError as exc:  # rubric_core.ui is the dashboard's, plotly its extra
     raise MissingExtra("plotly", "dashboard") from exc
 
-from rubric_core.schema import criterion_mark, is_penalty
 from rubric_core.ui.format import one_line
 from rubric_core.ui.passes import (
     Evaluation,
@@ -23,6 +22,7 @@ from rubric_core.ui.passes import (
     pass_label,
     pass_score,
 )
+from rubric_core.wording import criterion_mark, is_penalty
 
 __all__ = [
     "heatmap_figure",

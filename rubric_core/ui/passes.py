@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric_core.rubric import CriterionSpec
-from rubric_core.schema import criterion_mark, is_penalty
 from rubric_core.scoring import score_pass, shown_score
 from rubric_core.ui.format import rounded
+from rubric_core.wording import criterion_mark, is_penalty
 
 __all__ = [
     "criterion_matrix",
@@ -73,7 +73,7 @@ def pass_details(evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
     Returns:
         `{label, result, status, explanation, passed, total, gaps: [(criterion, gap)],
         marks: {criterion: mark}, duration_s, grader_tokens}` per pass, oldest first;
-        `marks` is `schema.criterion_mark` of each verdict (`absent ✓` / `present ✗` for a
+        `marks` is `wording.criterion_mark` of each verdict (`absent ✓` / `present ✗` for a
         penalty).
     """
     details = []

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.schema import criterion_mark, is_penalty
+from rubric_core.wording import criterion_mark, is_penalty
 
 if TYPE_CHECKING:
     from rubric_core.store import RunFilters, Store
@@ -53,7 +53,7 @@ note never triggers one. `C` and `R` are reserved by Streamlit."""
 
 def verdict_word(passed: Any, *, insufficient: bool = False, penalty: bool = False) -> str:
     """A verdict as a word: `pass`, `fail`, `insufficient evidence`, or `not labelled`;
-    a penalty's reads `absent ✓ (pass)` / `present ✗ (fail)` (`schema.criterion_mark`).
+    a penalty's reads `absent ✓ (pass)` / `present ✗ (fail)` (`wording.criterion_mark`).
 
     Examples:
         >>> verdict_word(True), verdict_word(False), verdict_word(None)

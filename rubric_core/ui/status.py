@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rubric_core.schema import GRADED_KIND, status_sentence
+from rubric_core.schema import GRADED_KIND
+from rubric_core.wording import status_sentence
 
 __all__ = ["status_badge", "status_icon", "status_level", "status_meaning", "status_words"]
 
@@ -65,7 +66,7 @@ def status_badge(status: str | None) -> str:
 
 
 def status_meaning(status: str | None, agent_kind: str | None = None) -> str:
-    """What a status means for the person reading it (one sentence, `schema.status_sentence`).
+    """What a status means for the person reading it (one sentence, `wording.status_sentence`).
 
     A grade-only run (`agent_kind="graded"`) gets the sentence that mentions no agent.
 

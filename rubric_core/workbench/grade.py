@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
 from rubric_core.grader.logs import run_context
+from rubric_core.limits import quoted
 from rubric_core.rubric import parse_criteria
 from rubric_core.runs.spec import SpecError, lone_surrogate, validate_concurrency
 from rubric_core.runs.validate import grader_problem
@@ -30,7 +31,6 @@ from rubric_core.schema import (
     HUMAN_GRADER_PREFIX,
     MAX_CONCURRENCY,
     is_checks_only_grader,
-    quoted,
 )
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.background import BatchJob

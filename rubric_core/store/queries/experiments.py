@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.evaluate import combine_panel
-from rubric_core.schema import is_single_line
+from rubric_core.limits import is_single_line
 from rubric_core.store.errors import StoreError
 from rubric_core.store.owner import current_owner, pid_alive
 from rubric_core.store.queries.passes import PassQueries

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.schema import MAX_NOTE_CHARS, cut_text
+from rubric_core.limits import MAX_NOTE_CHARS, cut_text
 from rubric_core.store.errors import StoreError
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.queries.experiments import ExperimentQueries

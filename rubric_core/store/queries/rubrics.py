@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from rubric_core.limits import MAX_NOTE_CHARS, cut_text
 from rubric_core.rubric import validate_rubric
-from rubric_core.schema import MAX_NOTE_CHARS, cut_text
 from rubric_core.store.errors import unknown_rubric, unknown_version
 from rubric_core.store.sqlbase import now_iso, returned_id
 from rubric_core.store.validation import clean_name, clean_tags, require_int, require_text

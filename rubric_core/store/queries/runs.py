@@ -9,14 +9,8 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.schema import (
-    GRADED_KIND,
-    KEEP_CHOICES,
-    MAX_ERROR_CHARS,
-    RUN_AGENT_KINDS,
-    RUN_STATUSES,
-    cut_text,
-)
+from rubric_core.limits import MAX_ERROR_CHARS, cut_text
+from rubric_core.schema import GRADED_KIND, KEEP_CHOICES, RUN_AGENT_KINDS, RUN_STATUSES
 from rubric_core.store.errors import StoreError, unknown_rubric, unknown_run, unknown_version
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import current_owner, pid_alive
