@@ -84,6 +84,10 @@ class LangChainProvider(Provider):
             return _google_dialect(schema)
         return schema
 
+    def client_kwargs(self) -> dict[str, Any]:
+        """Client arguments this provider's models get besides the timeout and the key."""
+        return {}
+
     def build(self, spec: str, model_id: str, options: BuildOptions) -> BaseChatModel:
         from langchain.chat_models import init_chat_model
 
@@ -99,6 +103,7 @@ class LangChainProvider(Provider):
             kwargs["max_retries"] = 0  # the middleware retries transient grader failures itself
         if options.api_key:
             kwargs["api_key"] = options.api_key
+        kwargs.update(self.client_kwargs())
         try:
             chat_model: BaseChatModel = init_chat_model(
                 model_id, model_provider=self.name, **kwargs

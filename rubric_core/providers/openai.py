@@ -20,6 +20,7 @@ from rubric_core.extras import MissingExtra
 from rubric_core.providers.base import BuildOptions, Provider, has_class_from
 from rubric_core.providers.errors import ModelSpecError
 from rubric_core.providers.langchain import LangChainProvider
+from rubric_core.providers.ratelimit_http import limited_http_client
 from rubric_core.schema import BASE_URL_ENV
 
 if TYPE_CHECKING:
@@ -85,6 +86,10 @@ class OpenAIProvider(LangChainProvider):
     def grader_client(self, model: BaseChatModel, *, timeout_s: float) -> BaseChatModel:
         return openai_grader_client(model, timeout_s=timeout_s)
 
+    def client_kwargs(self) -> dict[str, Any]:
+        # Requests go through the batch's rate limit, if any (providers.ratelimit_http).
+        return {"http_client": limited_http_client()}
+
 
 def compatible_model(
     model: str, *, base_url: str, api_key: str | None, timeout_s: float, role: str
@@ -119,6 +124,7 @@ def compatible_model(
         # so a failing endpoint surfaces at once as a clear run error.
         max_retries=0,
         metadata={"rubric_studio_role": role},
+        http_client=limited_http_client(),  # paced by a rate-limited batch's book, if any
     )
 
 
