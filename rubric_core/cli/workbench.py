@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rubric_core.cli.common import CONTEXT, BadInput, open_store
-from rubric_core.cli.options import db_option
+from rubric_core.cli.options import db_option, rate_limit_options
 from rubric_core.errors import InputError
+
+if TYPE_CHECKING:
+    from rubric_core.providers.ratelimit import RateLimit
 
 __all__ = ["agreement", "grade", "label", "regrade"]
 
@@ -53,6 +56,7 @@ def _run(job: Any) -> Any:
 @_samples
 @_tool
 @click.option("--concurrency", type=int, default=4, show_default=True, help="Passes at once.")
+@rate_limit_options
 @_json
 @db_option
 def grade(
@@ -62,6 +66,7 @@ def grade(
     samples: int,
     tools: tuple[str, ...],
     concurrency: int,
+    rate_limit: RateLimit | None,
     as_json: bool,
     db: str | None,
 ) -> None:
@@ -88,6 +93,7 @@ def grade(
                 samples=samples,
                 grader_tools=list(tools),
                 max_concurrency=concurrency,
+                rate_limit=rate_limit,
             )
         )
     finally:
@@ -124,6 +130,7 @@ def grade(
 )
 @click.option("--name", default=None, help="The experiment's name.")
 @click.option("--concurrency", type=int, default=8, show_default=True, help="Gradings at once.")
+@rate_limit_options
 @_json
 @db_option
 def regrade(
@@ -140,6 +147,7 @@ def regrade(
     all_passes: bool,
     name: str | None,
     concurrency: int,
+    rate_limit: RateLimit | None,
     as_json: bool,
     db: str | None,
 ) -> None:
@@ -193,6 +201,7 @@ def regrade(
                 all_passes=all_passes,
                 name=name,
                 max_concurrency=concurrency,
+                rate_limit=rate_limit,
             )
 
         result = _run(job)

@@ -67,6 +67,13 @@ _MAX_HOLD_S = 120.0
 _TOKEN_BURST_S = 1.0
 """Tokens a reservation may run ahead of the token rate, in seconds of that rate."""
 
+_PROBE_S = 5.0
+"""Learning with no limit known, how long the first request may go unanswered before the
+others go without one (they wait for its headers rather than all leave at once)."""
+
+_PROBE_POLL_S = 0.05
+"""How often a request waiting for that first answer asks again."""
+
 
 def _check_limit(name: str, value: object) -> int | None:
     if value is None:
@@ -210,12 +217,23 @@ class Budget:
         self.request_tat = 0.0
         self.token_tat = 0.0
         self.held_until = 0.0
+        self.probe_until = 0.0
+        self.observed = False
         self.requests = 0
         self.throttled = 0
         self.waited_s = 0.0
 
     def reserve(self, tokens: int, *, now: float) -> float:
-        """Book the next request of about `tokens` tokens; the seconds to wait before it."""
+        """Book the next request of about `tokens` tokens; the seconds to wait before it.
+
+        Negative: nothing was booked; wait that long (minus) and ask again. So it goes while
+        a learning budget waits for its first answer's headers, one request out.
+        """
+        if self.limit.learn and not self.observed and self.rpm is None and self.tpm is None:
+            if not self.probe_until:
+                self.probe_until = now + _PROBE_S  # this request is the probe
+            elif now < self.probe_until:
+                return -min(_PROBE_POLL_S, self.probe_until - now)
         at = max(now, self.held_until)
         if self.rpm:
             at = max(at, self.request_tat)
@@ -240,10 +258,15 @@ class Budget:
 
     def observe(self, status: int, headers: Mapping[str, str], *, now: float) -> None:
         """Learn from a response: its limits, an exhausted budget, a 429's `Retry-After`."""
+        self.observed = True
         self._learn_limits(headers)
         for kind in ("requests", "tokens"):
             if _header_int(headers, f"x-ratelimit-remaining-{kind}") == 0:
                 reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}", ""))
+                limit = _header_int(headers, f"x-ratelimit-limit-{kind}")
+                if reset and kind == "requests" and limit:
+                    # The reset is until the budget is full again; one request frees sooner.
+                    reset = min(reset, 60 / limit)
                 if reset:
                     self._hold(now + min(reset, _MAX_HOLD_S))
         if status == 429:

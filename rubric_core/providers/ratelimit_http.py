@@ -80,17 +80,14 @@ def _wait_turn(book: BookLike, endpoint: str, tokens: int) -> None:
     """Sleep until the book lets this request go (booked again if a hold began meanwhile)."""
     while True:
         wait = book.reserve(endpoint, tokens)
-        if wait <= 0:
+        if wait < 0:  # nothing booked yet (a learning budget awaits its first answer)
+            time.sleep(-wait)
+            continue
+        if wait == 0:
             return
         time.sleep(wait)
         if book.hold(endpoint) <= 0:
             return
-
-
-def _import_httpx2() -> Any:
-    import httpx2
-
-    return httpx2
 
 
 class LimitedTransport:
@@ -147,10 +144,13 @@ def limited_http_client() -> Any:
     `LimitedTransport` (one per process, shared by every model, as the SDK's own is)."""
     with _CLIENT_LOCK:
         if not _CLIENT:
-            httpx2 = _import_httpx2()
+            import httpx2
             from openai import DefaultHttpxClient
-            from openai._constants import DEFAULT_CONNECTION_LIMITS
 
-            inner = httpx2.HTTPTransport(limits=DEFAULT_CONNECTION_LIMITS)
-            _CLIENT.append(DefaultHttpxClient(transport=LimitedTransport(inner)))
+            # The SDK's own connection limits (openai._constants.DEFAULT_CONNECTION_LIMITS):
+            # a transport given to the client brings its own pool.
+            limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+            inner = httpx2.HTTPTransport(limits=limits)
+            transport: Any = LimitedTransport(inner)  # an httpx2 transport by its methods
+            _CLIENT.append(DefaultHttpxClient(transport=transport))
         return _CLIENT[0]

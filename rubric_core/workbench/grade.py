@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from rubric_core.batch.limits import local_book
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
+from rubric_core.providers.ratelimit import use_book
 from rubric_core.rubric import parse_rubric
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from rubric_core.middleware import RubricMiddleware
+    from rubric_core.providers.ratelimit import RateLimit
     from rubric_core.schema import RubricEvaluation
     from rubric_core.store import Store
     from rubric_core.workbench.datasets import GradedRow
@@ -251,6 +254,7 @@ def grade_outputs(
     batch_id: str | None = None,
     grader_llm_factory: GraderFactory | None = None,
     stop_event: threading.Event | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> GradeSummary:
     """Grade every row's output once, `max_concurrency` at a time; store labels given.
 
@@ -265,6 +269,7 @@ def grade_outputs(
         source: The reviewer name of the dataset's labels (the file's name).
         grader_llm_factory: Makes each pass's grader model instead of `grader_model`.
         stop_event: When set, rows not yet started are skipped.
+        rate_limit: Requests and tokens per minute per endpoint, shared by every row's pass.
 
     Raises:
         GradingError: A label naming a criterion not in the rubric, no rows.
@@ -279,8 +284,13 @@ def grade_outputs(
     make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools, samples=samples)  # checks tools, samples
     batch = batch_id or f"graded-{uuid.uuid4().hex[:16]}"
+    book = local_book(rate_limit)
 
     def one(index: int) -> tuple[int, int | None, RubricEvaluation | None] | None:
+        with use_book(book):
+            return graded(index)
+
+    def graded(index: int) -> tuple[int, int | None, RubricEvaluation | None] | None:
         if stop_event is not None and stop_event.is_set():
             return None
         row = rows[index]
@@ -352,6 +362,7 @@ def start_graded_batch(
     base_url: str | None = None,
     api_key: str | None = None,
     concurrency: int = 4,
+    rate_limit: RateLimit | None = None,
 ) -> BatchJob:
     """Check a graded batch, then grade it on a background thread; returns at once.
 
@@ -385,6 +396,7 @@ def start_graded_batch(
                 batch_id=job.batch_id,
                 grader_llm_factory=factory,
                 stop_event=job.stop_event,
+                rate_limit=rate_limit,
             )
         except Exception as exc:  # shown on the page; runs stored so far are kept
             job.error = f"{type(exc).__name__}: {exc}"
