@@ -42,15 +42,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rubric_core.batch import run_batch
 from rubric_core.providers.ratelimit import RateLimit
 from rubric_core.runs import RunSpec
 from rubric_core.store import Store
 
-_RESULTS = Path(__file__).resolve().parent / "results" / "ratelimit.md"
+ROOT = Path(__file__).resolve().parents[1]
+_RESULTS = ROOT / "bench" / "results" / "ratelimit.md"
 RUBRIC = "- has a title\n- cites a source"
 
 

@@ -276,3 +276,80 @@ def test_the_cli_grades_under_a_rate_limit(tmp_path):
     assert result.exit_code == 0, result.output
     assert "6 satisfied" in result.output
     assert _share(seen) <= 0.02, seen
+
+
+def test_a_ray_batch_shares_one_budget_across_its_tasks_on_both_nodes(pg_url, ray_address):
+    # Four tasks in flight over two nodes, one budget in an actor: within the limit.
+    store = Store(pg_url)
+    try:
+        with RateLimitedProvider(rpm=RPM, latency_s=0.02) as fake:
+            spec = _spec(store, fake.base_url)
+            summary = run_batch(
+                store,
+                spec,
+                [f"q{n}" for n in range(12)],
+                concurrency=4,
+                executor="ray",
+                ray_address=ray_address,
+                ray_task_cpus=0.5,
+                rate_limit=RateLimit(rpm=RPM),
+            )
+            seen = fake.stats()
+    finally:
+        store.close()
+    assert summary.by_status == {"satisfied": 12}
+    assert _share(seen) <= 0.02, seen
+
+
+# --------------------------------------------------------------------------- the Batch page
+
+
+@pytest.fixture
+def page(tmp_path, monkeypatch):
+    """The app on a fresh store in tmp_path, no keys, no base URL; a function of the page."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_pages import APP, RUN_TIMEOUT_S, _page
+
+    monkeypatch.setenv("RUBRIC_STUDIO_DB", str(tmp_path / "studio.db"))
+    monkeypatch.delenv("RUBRIC_STUDIO_LLM_BASE_URL", raising=False)
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    return lambda name: _page(
+        AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S).run(), name
+    )
+
+
+def test_the_batch_page_passes_its_rate_limit_fields_to_the_batch(page, monkeypatch):
+    import rubric_core.workbench as workbench
+    from tests.test_pages import _no_exception
+
+    asked: dict[str, Any] = {}
+    started = workbench.start_batch
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        asked.update(kwargs)
+        return started(*args, **kwargs)
+
+    monkeypatch.setattr(workbench, "start_batch", recording)
+    app = page("batch")
+    app.selectbox(key="batch_scenario_helper").set_value("satisfied_first_try")
+    app.button(key="batch_use_scenario").click().run()
+    app.number_input(key="batch_rpm").set_value(600)
+    app.checkbox(key="batch_learn_rate_limits").check()
+    app.button(key="batch_launch").click().run()
+    _no_exception(app)
+    assert not app.error, [e.value for e in app.error]
+    assert asked["rate_limit"] == RateLimit(rpm=600, learn=True)
+
+
+def test_the_batch_page_starts_from_the_environments_rate_limit(page, monkeypatch):
+    from tests.test_pages import _no_exception
+
+    monkeypatch.setenv("RUBRIC_STUDIO_RATE_LIMIT_TPM", "90000")
+    app = page("batch")
+    app.selectbox(key="batch_scenario_helper").set_value("satisfied_first_try")
+    app.button(key="batch_use_scenario").click().run()
+    _no_exception(app)
+    assert app.number_input(key="batch_tpm").value == 90000
+    assert app.number_input(key="batch_rpm").value == 0
