@@ -12,7 +12,11 @@ refilled before each:
 - `today`: no limiter, what a batch did before (an agent's 429 ends its run, a grader's
   is retried on its own backoff);
 - `--rpm`: the limit given (`RateLimit(rpm=...)`);
-- `learned`: nothing given, the limit learned from the headers (`RateLimit(learn=True)`).
+- `learned`: nothing given, the limit learned from the headers (`RateLimit(learn=True)`);
+
+and, against a second provider with no practical limit (1000 times as high), `capacity`:
+what the executor itself reaches on this machine now, in the same unit (a fraction of the
+limit). A batch cannot reach the limit when its capacity is below it (a loaded machine).
 
 Figures: `throughput` = answered requests per minute over the provider's busy window
 (first request to last answer), divided by the limit (the bucket's first second of burst
@@ -31,6 +35,7 @@ Writes a Markdown table to bench/results/ratelimit.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -131,6 +136,7 @@ def main() -> None:
 
     runs = max(4, int(args.seconds * args.rpm / 60 / 2))  # two requests per run
     provider = Provider(args.rpm, args.latency)
+    unlimited = Provider(args.rpm * 1000, args.latency)
     rows: list[tuple[str, str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(args.db or str(Path(tmp) / "bench.db"))
@@ -160,9 +166,15 @@ def main() -> None:
                     result = measure(store, provider, spec, inputs, limit, args.rpm, **kwargs)
                     rows.append((executor, mode, result))
                     print(executor, mode, json.dumps(result), flush=True)
+                inputs = [f"{executor} capacity question {n}" for n in range(runs)]
+                open_spec = dataclasses.replace(spec, base_url=unlimited.base_url)
+                result = measure(store, unlimited, open_spec, inputs, None, args.rpm, **kwargs)
+                rows.append((executor, "capacity (no limit anywhere)", result))
+                print(executor, "capacity", json.dumps(result), flush=True)
         finally:
             store.close()
             provider.close()
+            unlimited.close()
 
     lines = [
         f"Rate-limited batches, {runs} runs (2 requests each) per batch at concurrency "

@@ -64,6 +64,12 @@ _DEFAULT_HOLD_S = 1.0
 _MAX_HOLD_S = 120.0
 """The longest hold a header may impose (a bad header should not stop a batch for hours)."""
 
+_REQUEST_BURST_S = 0.5
+"""Requests a budget left idle may send together afterwards, in seconds of its rate (at
+least one: at 600/min, 5 at once; at 60/min, strictly one a second). A request late for
+its slot (a busy machine) so costs no throughput, while a burst stays well inside the one
+second's worth that providers' buckets hold."""
+
 _TOKEN_BURST_S = 1.0
 """Tokens a reservation may run ahead of the token rate, in seconds of that rate."""
 
@@ -236,16 +242,23 @@ class Budget:
                 return -min(_PROBE_POLL_S, self.probe_until - now)
         at = max(now, self.held_until)
         if self.rpm:
-            at = max(at, self.request_tat)
+            at = max(at, self.request_tat - self._request_tolerance())
         if self.tpm:
             at = max(at, self.token_tat - _TOKEN_BURST_S)
         if self.rpm:
-            self.request_tat = at + 60 / self.rpm
+            self.request_tat = max(self.request_tat, at) + 60 / self.rpm
         if self.tpm:
             self.token_tat = max(self.token_tat, at) + max(0, tokens) * 60 / self.tpm
         self.requests += 1
         self.waited_s += at - now
         return at - now
+
+    def _request_tolerance(self) -> float:
+        """GCRA's tolerance: how far ahead of the pace a request may go, in seconds."""
+        if not self.rpm:
+            return 0.0
+        burst = max(1, int(self.rpm / 60 * _REQUEST_BURST_S))
+        return (burst - 1) * 60 / self.rpm
 
     def hold(self, *, now: float) -> float:
         """Seconds the endpoint is still held (a 429 or an exhausted budget), else 0."""
@@ -294,7 +307,7 @@ class Budget:
         if until > self.held_until:
             self.held_until = until
             # Requests booked before the hold restart after it, paced from there.
-            self.request_tat = max(self.request_tat, until)
+            self.request_tat = max(self.request_tat, until + self._request_tolerance())
 
     def stats(self) -> dict[str, float]:
         return {
