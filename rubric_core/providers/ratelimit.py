@@ -70,6 +70,11 @@ least one: at 600/min, 5 at once; at 60/min, strictly one a second). A request l
 its slot (a busy machine) so costs no throughput, while a burst stays well inside the one
 second's worth that providers' buckets hold."""
 
+HEADROOM = 0.98
+"""The share of a limit a budget paces at. A provider's bucket fed at exactly its refill
+rate does a random walk down to empty (every bunched arrival takes from it, nothing gives
+back): 2 % below the limit it refills, and the batch still runs at 0.98 of the limit."""
+
 _TOKEN_BURST_S = 1.0
 """Tokens a reservation may run ahead of the token rate, in seconds of that rate."""
 
@@ -212,8 +217,8 @@ class Budget:
 
     Examples:
         >>> budget = Budget(RateLimit(rpm=60))
-        >>> [budget.reserve(0, now=100.0) for _ in range(3)]  # one a second, from now
-        [0.0, 1.0, 2.0]
+        >>> [round(budget.reserve(0, now=100.0), 3) for _ in range(3)]  # one a second / 0.98
+        [0.0, 1.02, 2.041]
     """
 
     def __init__(self, limit: RateLimit) -> None:
@@ -246,9 +251,9 @@ class Budget:
         if self.tpm:
             at = max(at, self.token_tat - _TOKEN_BURST_S)
         if self.rpm:
-            self.request_tat = max(self.request_tat, at) + 60 / self.rpm
+            self.request_tat = max(self.request_tat, at) + 60 / (self.rpm * HEADROOM)
         if self.tpm:
-            self.token_tat = max(self.token_tat, at) + max(0, tokens) * 60 / self.tpm
+            self.token_tat = max(self.token_tat, at) + max(0, tokens) * 60 / (self.tpm * HEADROOM)
         self.requests += 1
         self.waited_s += at - now
         return at - now
@@ -258,7 +263,7 @@ class Budget:
         if not self.rpm:
             return 0.0
         burst = max(1, int(self.rpm / 60 * _REQUEST_BURST_S))
-        return (burst - 1) * 60 / self.rpm
+        return (burst - 1) * 60 / (self.rpm * HEADROOM)
 
     def hold(self, *, now: float) -> float:
         """Seconds the endpoint is still held (a 429 or an exhausted budget), else 0."""
@@ -267,7 +272,7 @@ class Budget:
     def settle(self, reserved: int, used: int) -> None:
         """Correct the token debit of a request booked at `reserved` that used `used`."""
         if self.tpm and used >= 0:
-            self.token_tat += (used - reserved) * 60 / self.tpm
+            self.token_tat += (used - reserved) * 60 / (self.tpm * HEADROOM)
 
     def observe(self, status: int, headers: Mapping[str, str], *, now: float) -> None:
         """Learn from a response: its limits, an exhausted budget, a 429's `Retry-After`."""
@@ -281,7 +286,8 @@ class Budget:
                     # The reset is until the budget is full again; one request frees sooner.
                     reset = min(reset, 60 / limit)
                 if reset:
-                    self._hold(now + min(reset, _MAX_HOLD_S))
+                    # Only new bookings wait: the provider refuses nothing yet.
+                    self._push(now + min(reset, _MAX_HOLD_S))
         if status == 429:
             self.throttled += 1
             wait = retry_after_s(headers, now=time.time())
@@ -302,6 +308,12 @@ class Budget:
                 self.rpm = value
             else:
                 self.tpm = value
+
+    def _push(self, until: float) -> None:
+        """New bookings start after `until`; those already made stand."""
+        self.request_tat = max(self.request_tat, until + self._request_tolerance())
+        if self.tpm:
+            self.token_tat = max(self.token_tat, until + _TOKEN_BURST_S)
 
     def _hold(self, until: float) -> None:
         if until > self.held_until:
