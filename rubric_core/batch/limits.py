@@ -93,6 +93,7 @@ class RayBook:
         with _CONNECT_LOCK:
             book = _CONNECTED.get(self.address)
             if book is None:
+                _CONNECTED.clear()  # an earlier batch's server is gone: one batch at a time
                 client = _BookServer(address=self.address, authkey=self.authkey)
                 client.connect()
                 book = _CONNECTED[self.address] = client.book()  # type: ignore[attr-defined]
@@ -121,10 +122,11 @@ class RayBook:
 def ray_book(ray: ModuleType, limit: RateLimit | None) -> Iterator[RayBook | None]:
     """A book served for the block from this machine, on its address in the cluster.
 
-    Not a Ray actor: a task that waits in `ray.get` lends its CPU back to Ray, which then
-    starts more worker processes for the tasks queued behind it (measured: a paced batch
-    lost half its throughput to the imports of the workers Ray started). A plain socket
-    call is not a wait Ray sees. The key is random per batch and travels only in the tasks.
+    Not a Ray actor: a task that waits in `ray.get` lends its CPU back to Ray, which may
+    then start more worker processes for the tasks queued behind it than `ray_task_cpus`
+    allows (each importing LangChain afresh). A plain socket call is not a wait Ray sees,
+    so the batch runs as many tasks at once as it asked for. The key is random per batch
+    and travels only in the tasks' arguments, inside the cluster.
     """
     if limit is None or not limit.active:
         yield None
