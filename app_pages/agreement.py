@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_widgets.report import report_download
 from app_widgets.review import review_scope
 from app_widgets.store import STORE_ERRORS, get_store
 from rubric_core.errors import InputError
@@ -39,6 +40,7 @@ experiments = store.list_experiments()
 labels = {e["id"]: experiment_label(e) for e in experiments}
 predictor, reference = "judge", "human"
 run_of: dict[int, int] = {}
+subject: dict | None = None  # what "Download report" reports
 try:
     if mode == "judge":
         scope = review_scope(store, key="agree")
@@ -46,6 +48,7 @@ try:
             st.stop()
         _, filters = scope
         report = agreement_with_labels(store, filters=filters)
+        subject = {"batch_id": filters.batch_id} if filters.batch_id else None
         # Every disagreement is a final pass of these runs: look up only the ones linked.
         run_of = {
             int(d["item_id"]): store.evaluation_run_id(int(d["item_id"]))
@@ -65,11 +68,13 @@ try:
         if mode == "experiment":
             report = agreement_with_labels(store, experiment_id=a)
             predictor = f"#{a}"
+            subject = {"experiment_id": a}
         else:
             others = [i for i in ids if i != a] or ids
             b = right.selectbox("Experiment B", others, format_func=labels.get, key="agree_b")
             report = agreement_between(store, a, b)
             predictor, reference = f"A #{a}", f"B #{b}"
+            subject = {"experiment_id": a, "against": b}
 except (InputError, *STORE_ERRORS) as exc:
     st.info(f"No agreement to show: {exc}", icon=":material/info:")
     st.stop()
@@ -82,6 +87,10 @@ m3.metric("Cohen's kappa", format_kappa(overall["kappa"]))
 m4.metric("Insufficient evidence", overall["insufficient"])
 if overall["kappa"] is None and overall["n"]:
     st.caption("Kappa is undefined when both sides give one and the same verdict throughout.")
+if subject is not None:
+    report_download(store, key=f"agree_report_{mode}", **subject)
+else:
+    st.caption("Pick one batch under “Runs” to download its report.")
 
 st.subheader("Per criterion")
 st.dataframe(

@@ -8,6 +8,7 @@ from app_widgets.graded_batch import graded_batch_form
 from app_widgets.model_pickers import agent_and_grader_pickers
 from app_widgets.pickers import rubric_version_picker
 from app_widgets.rate_limit import rate_limit_fields
+from app_widgets.report import report_download
 from app_widgets.run_detail import rubric_criteria
 from app_widgets.run_form import fill_run_form, scenario_loader
 from app_widgets.session import run_registry
@@ -342,6 +343,7 @@ def batch_view() -> None:
         help="Mean grading passes the satisfied runs took.",
     )
     m4.metric("Grader errors", summary.grader_errors)
+    report_download(store, key=f"batch_report_{batch_id}", batch_id=batch_id)
     if summary.mean_score is not None:
         s1, s2 = st.columns([1, 3])
         s1.metric("Mean score", f"{summary.mean_score:.2f}")

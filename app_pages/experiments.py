@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_widgets.model_pickers import model_picker
 from app_widgets.pickers import rubric_version_picker, run_filter_widgets
+from app_widgets.report import report_download
 from app_widgets.session import regrade_jobs
 from app_widgets.store import STORE_ERRORS, get_store, show_store_error
 from rubric_core.errors import InputError
@@ -207,6 +208,7 @@ m2.metric(
 m3.metric("Improved (fail → pass)", overall["improved"])
 m4.metric("Regressed (pass → fail)", overall["regressed"])
 m5.metric("Undecided", overall["undecided"], help="One side had insufficient evidence.")
+report_download(store, key=f"exp_report_{a}_{b}", experiment_id=a, against=b)
 
 agree_a, agree_b = st.columns(2)
 for column, side, report in (

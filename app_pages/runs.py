@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_widgets.display import show_plain
 from app_widgets.pickers import run_filter_widgets
+from app_widgets.report import report_download
 from app_widgets.run_detail import render_passes, render_run_overview, render_transcript
 from app_widgets.store import STORE_ERRORS, cached_pass_rates, get_store, show_store_error
 from rubric_core.store import Store, StoreError
@@ -102,6 +103,8 @@ def render_run_detail(store: Store, run_id: int, *, key: str) -> None:
     run = store.get_run(run_id)
     evaluations = store.run_evaluations(run_id)
     st.subheader(f"Run #{run_id} · {rubric_label(run)}")
+    if run["status"] != "running":
+        report_download(store, key=f"{key}_report_{run_id}", run_id=run_id)
     render_run_overview(store, run, evaluations, key=key)
     passes, transcript, output, spec = st.tabs(["Passes", "Transcript", "Final output", "Spec"])
     with passes:

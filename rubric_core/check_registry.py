@@ -196,7 +196,8 @@ def register_check(
     Args:
         name: Lower-case letters, digits, `_` and `-`, starting with a letter; not a
             built-in's name.
-        fn: Returns a `CheckResult`; an exception it raises becomes an `error` result.
+        fn: Returns a `CheckResult`; an exception it raises (`SystemExit` and
+            `KeyboardInterrupt` too) becomes an `error` result.
             It runs in-process, so it must bound its own time.
         validate: Called with the argument when a rubric is parsed; a `ValueError` it
             raises becomes a `RubricError` naming the line.

@@ -23,7 +23,7 @@ from rubric_core.errors import RubricStudioError
 
 # The extras `pyproject.toml` declares, each with the features it turns on.
 EXTRAS: dict[str, str] = {
-    "dashboard": "the Streamlit dashboard and its plotly figures",
+    "dashboard": "the Streamlit dashboard, its plotly figures and the HTML report",
     "workbench": "agreement statistics (Cohen's kappa)",
     "postgres": "the PostgreSQL store and checkpointer",
     "ray": "batches on a Ray cluster",
@@ -31,6 +31,7 @@ EXTRAS: dict[str, str] = {
     "openai": "OpenAI and OpenAI-compatible models",
     "anthropic": "Anthropic models",
     "deepagents": "deep agents (agent kind 'deep')",
+    "parquet": "Parquet training exports",
     "all": "every optional feature",
 }
 

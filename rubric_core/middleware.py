@@ -224,6 +224,7 @@ class RubricMiddleware(CheckBeforeModelCall):
             last answer already; `_rubric_best_iteration` records that pass.
         check_dir: What relative paths in code checks (`{pytest: tests/t.py}`,
             `{json: schema.json}`) are resolved against; the working directory if `None`.
+            Check files are read only from inside it (a path leading out is a check error).
         panel: A judge panel instead of `model`: grader models (strings or
             `BaseChatModel`s) that each grade every pass. Give `model` or `panel`.
         samples: How many times each judge grades every pass (default 1). `model="m",

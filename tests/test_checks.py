@@ -129,8 +129,9 @@ def test_json_check_against_a_schema_file(tmp_path):
     assert missing.error and not missing.passed
     assert missing.output.startswith("ERROR: cannot read the schema file absent.json")
     (tmp_path / "broken.json").write_text('{"type": 7}')
-    broken = run_check("json", str(tmp_path / "broken.json"), "[1]")
-    assert broken.error and broken.output.startswith("ERROR: not a valid JSON Schema")
+    broken = run_check("json", "broken.json", "[1]", base_dir=tmp_path)
+    assert broken.error
+    assert broken.output.startswith("ERROR: the schema file broken.json is not a valid JSON Schema")
 
 
 def test_json_check_is_bounded():

@@ -65,7 +65,7 @@ def test_a_plain_text_reply_then_a_verdict_is_accepted():
     result, evaluations, grader = run([AIMessage("Looks fine to me."), satisfied])
     assert result["_rubric_status"] == "satisfied"
     assert len(grader.calls) == 2
-    assert evaluations[0]["grader_attempts"] == 1
+    assert evaluations[0]["grader_attempts"] == 2  # every request counts (issue 22)
 
 
 # -- item 18: tool calls per pass ---------------------------------------------------------

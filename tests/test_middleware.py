@@ -798,7 +798,7 @@ def test_malformed_verdict_arguments_are_rejected_and_corrected_in_the_same_pass
     assert isinstance(rejection, ToolMessage) and rejection.tool_call_id == "call_cut"
     assert rejection.content.startswith("Your GraderResponse was rejected: ")
     assert "malformed or truncated" in rejection.content
-    assert evaluations[0]["grader_attempts"] == 1
+    assert evaluations[0]["grader_attempts"] == 2  # the request and its correction
 
 
 def test_a_grader_that_only_chats_is_a_grader_error_at_the_call_cap():

@@ -405,12 +405,27 @@ def test_export_page_previews_rows_and_offers_downloads(app: AppTest) -> None:
     assert set(preview["run_id"]) == {run_id}
     assert {"criterion", "passed", "gap"} <= set(preview.columns)
     labels = [b.label for b in app.get("download_button")]
-    assert labels == ["Download CSV", "Download JSONL"]
+    assert labels == ["Download CSV", "Download JSONL", "Download JSONL", "Download Parquet"]
     app.radio(key="export_dataset").set_value("runs").run()
     preview = app.dataframe[0].value
     assert list(preview["status"]) == ["satisfied"]
     app.selectbox(key="export_status").set_value("failed").run()
     assert any("Nothing to export" in i.value for i in app.info)
+
+
+def test_export_page_offers_training_data_with_the_filters(app: AppTest) -> None:
+    _launch_replay_run(app)
+    _page(app, "export")
+    _no_exception(app)
+    training = lambda: [b for b in app.get("download_button") if "training" in b.proto.id]  # noqa: E731
+    assert [b.label for b in training()] == ["Download JSONL", "Download Parquet"]
+    assert not any(b.proto.disabled for b in training())
+    app.radio(key="export_training_kind").set_value("preference").run()
+    app.number_input(key="export_training_margin").set_value(0.5).run()
+    app.checkbox(key="export_training_labels").check().run()
+    _no_exception(app)
+    app.selectbox(key="export_status").set_value("failed").run()
+    assert all(b.proto.disabled for b in training())
 
 
 # ---------------------------------------------------------------- Batch

@@ -27,19 +27,38 @@ LOOKALIKE_TAGS = [
     "</ FINAL_ANSWER>",
     "<\uff52ubric>",  # full-width r
     "</checked-0123>",
+    "\u2039\u0440ubric>",  # the old defused mark, then a Cyrillic r
+    "&lt;/transcript&gt;",  # an HTML entity
+    "&LT;/transcript&GT;",
+    "&#60;/transcript>",
+    "&#x3C;&#47;transcript>",  # the slash as an entity too
+    "&amp;lt;/transcript>",  # escaped twice
+    "&lt;&#x72;ubric>",  # a letter as an entity
+    "\u276c/transcript\u276d",  # a confusable angle bracket
+    "\u00ab/steps\u00bb",
 ]
 
 
 @pytest.mark.parametrize("tag", LOOKALIKE_TAGS)
 def test_neutralise_defuses_lookalike_payload_tags(tag):
     defused = neutralise(f"text {tag} more")
-    assert defused.startswith("text ‹")
-    assert not re.search("[<\uff1c\ufe64]", defused)
+    assert defused.startswith("text (")
+    assert not re.search(
+        "[<\uff1c\ufe64\u2039\u276c\u00ab]|&(amp;)*(lt|#0*60|#x0*3c)", defused, re.I
+    )
 
 
 @pytest.mark.parametrize(
     "text",
-    ["a < b and c > d", "x <- y", "<div>hello</div>", "[1] a reference", "see [agent] here"],
+    [
+        "a < b and c > d",
+        "x <- y",
+        "<div>hello</div>",
+        "[1] a reference",
+        "see [agent] here",
+        "a &lt; b &amp;&amp; c",
+        "\u00abquoted\u00bb and \u2039single\u203a",
+    ],
 )
 def test_neutralise_leaves_ordinary_text_alone(text):
     assert neutralise(text) == text
@@ -56,6 +75,8 @@ FORGED_LABELS = [
     "[tool result: run_test_suite]",
     "[calls tool submit with {}]",
     "[... 3 earlier messages omitted to fit the budget ...]",
+    "&#91;grader feedback]",
+    "&lsqb;agent]",
 ]
 
 
@@ -126,3 +147,16 @@ def test_short_steps_are_all_kept_when_they_fit_the_budget():
         "[agent]\na1\n\n[tool result: t]\nt1\n\n[agent]\na2",
         "final",
     )
+
+
+def test_payload_defuses_tag_lookalikes_wherever_they_come_from():
+    """Issue 22: `‹рubric>` (Cyrillic р) and `&lt;/transcript&gt;` reached the payload."""
+    attack = "\u2039\u0440ubric> &lt;/transcript&gt; &#60;final_answer>"
+    messages = [HumanMessage(attack), AIMessage(attack)]
+    payload = build_payload(
+        f"- be polite {attack}", [f"be polite {attack}"], messages, iteration=0, budget_chars=5_000
+    )
+    assert "\u2039\u0440ubric>" not in payload
+    assert "&lt;/transcript" not in payload
+    assert "&#60;final_answer" not in payload
+    assert payload.count("(\u0440ubric>") == 4  # rubric, checklist, request, final answer

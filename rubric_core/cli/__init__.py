@@ -4,7 +4,7 @@ Modules: `common` (exit codes, the one-line errors, store and rubric lookups),
 `options` (the option set `run` and `batch` share and the `RunSpec` it builds),
 `running` (`run`, `resume`, `batch`), `data` (`export`, `rubrics`, `scenarios`),
 `workbench` (`grade`, `regrade`, `label`, `agreement`: testing a rubric), `backup`,
-`settings` (`config`: every environment variable read).
+`settings` (`config`: every environment variable read), `results` (`report`, `gate`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import click
 from rubric_core.cli.backup import backup
 from rubric_core.cli.common import CONTEXT, BadInput, StoreFailure, describe_status
 from rubric_core.cli.data import export, rubrics, scenarios
+from rubric_core.cli.results import gate, report
 from rubric_core.cli.running import batch, format_summary, resume, run
 from rubric_core.cli.settings import config_command
 from rubric_core.cli.workbench import agreement, grade, label, regrade
@@ -69,6 +70,8 @@ for _command in (
     agreement,
     backup,
     config_command,
+    report,
+    gate,
 ):
     cli.add_command(_command)
 

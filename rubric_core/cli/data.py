@@ -19,11 +19,14 @@ __all__ = ["export", "rubrics", "scenarios"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["csv", "jsonl"]),
+    type=click.Choice(["csv", "jsonl", "sft", "preference", "trajectories"]),
     default="csv",
     show_default=True,
-    help="File format: csv for spreadsheets (formulas neutralised), jsonl for programs "
-    "(values as stored; not for spreadsheets).",
+    help="csv for spreadsheets (formulas neutralised), jsonl for programs (values as "
+    "stored; not for spreadsheets); or training data in TRL's chat shapes: sft (request and "
+    "satisfied draft), preference (prompt, chosen, rejected), trajectories (every pass with "
+    "its verdicts and the feedback the agent saw). Training data is JSON Lines, or Parquet "
+    "when --output ends in .parquet.",
 )
 @click.option(
     "--dataset",
@@ -49,6 +52,34 @@ __all__ = ["export", "rubrics", "scenarios"]
 )
 @click.option("--since", default=None, help="Only runs started at or after (YYYY-MM-DD[THH:MM]).")
 @click.option("--until", default=None, help="Only runs started before (YYYY-MM-DD[THH:MM]).")
+@click.option("--batch", "batch_id", default=None, help="Only runs of this batch.")
+@click.option(
+    "--labels-only",
+    is_flag=True,
+    help="Training formats: only passes a human agreed with (labelled, every label equal "
+    "to the judge's verdict).",
+)
+@click.option(
+    "--min-margin",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="preference: the least score difference between a chosen and a rejected draft.",
+)
+@click.option(
+    "--pairs",
+    type=click.Choice(["all", "best-worst"]),
+    default="all",
+    show_default=True,
+    help="preference: every pair of a grading run's passes past the margin, or only its "
+    "best draft against its worst.",
+)
+@click.option(
+    "--include-unsatisfied",
+    is_flag=True,
+    help="sft: for a grading run never satisfied, its best-scoring draft "
+    "(metadata.satisfied is false) [default: satisfied drafts only].",
+)
 @db_option
 def export(
     fmt: str,
@@ -60,23 +91,47 @@ def export(
     status: str | None,
     since: str | None,
     until: str | None,
+    batch_id: str | None,
+    labels_only: bool,
+    min_margin: float,
+    pairs: str,
+    include_unsatisfied: bool,
     db: str | None,
 ) -> None:
-    """Export stored evaluations as CSV or JSONL, streamed row by row.
+    """Export stored evaluations as CSV or JSONL, or as training data, streamed.
 
     CSV is for spreadsheets: cells a spreadsheet would run as a formula start with an
     apostrophe. JSONL is for programs: values are written as stored, never neutralised,
-    so do not open it in a spreadsheet.
+    so do not open it in a spreadsheet. sft, preference and trajectories are the revision
+    loop as training rows for Hugging Face TRL (SFTTrainer, DPOTrainer).
 
     \b
     Example:
         python -m rubric_core export --format csv --output evals.csv
         python -m rubric_core export --dataset runs --format jsonl --rubric haiku \\
             --status satisfied --since 2025-01-01 --output runs.jsonl
+        python -m rubric_core export --format preference --min-margin 0.2 --output dpo.jsonl
+        python -m rubric_core export --format sft --labels-only --output sft.parquet
     """
     from rubric_core import export as exporter
     from rubric_core.store import RunFilters, StoreError
 
+    training = None
+    if fmt in exporter.TRAINING_FORMATS:
+        try:
+            training = exporter.TrainingOptions(
+                min_margin=min_margin,
+                labels_only=labels_only,
+                include_unsatisfied=include_unsatisfied,
+                pairs=pairs,
+            )
+        except exporter.ExportError as exc:
+            raise BadInput(f"--min-margin: {exc}") from exc
+    elif labels_only or include_unsatisfied:
+        raise BadInput(
+            "--labels-only and --include-unsatisfied are for the training formats "
+            "(sft, preference, trajectories)"
+        )
     if status is not None and status not in RUN_STATUSES:
         raise BadInput(f"--status {status!r} is not a status; use one of {', '.join(RUN_STATUSES)}")
     if rubric_version is not None and rubric_name is None:
@@ -96,15 +151,20 @@ def export(
             status=status,
             since=since,
             until=until,
+            batch_id=batch_id,
         )
         try:
-            if str(output) == "-":
+            if str(output) == "-" and training is not None:
+                sys.stdout.flush()
+                exporter.write_training(store, sys.stdout.buffer, fmt, filters, training)
+                sys.stdout.buffer.flush()
+            elif str(output) == "-":
                 writer = exporter.write_csv if fmt == "csv" else exporter.write_jsonl
                 writer(store, sys.stdout, dataset=dataset, filters=filters)
                 sys.stdout.flush()
             else:
                 count = exporter.export_file(
-                    store, output, fmt=fmt, dataset=dataset, filters=filters
+                    store, output, fmt=fmt, dataset=dataset, filters=filters, training=training
                 )
                 click.echo(f"Wrote {count} rows to {output}", err=True)
         except StoreError as exc:

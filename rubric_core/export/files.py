@@ -18,11 +18,12 @@ from rubric_core.export.columns import (
 )
 from rubric_core.export.rows import iter_rows
 from rubric_core.export.streams import csv_chunks, csv_text, jsonl_chunks, jsonl_text
+from rubric_core.export.training import TRAINING_FORMATS, TrainingOptions, write_training
 
 if TYPE_CHECKING:
     from rubric_core.store import RunFilters, Store
 
-__all__ = ["export_file", "open_export", "write_csv", "write_jsonl"]
+__all__ = ["export_file", "is_parquet", "open_export", "write_csv", "write_jsonl"]
 
 
 def _write(fp: IO[Any], chunks: Iterator[str]) -> None:
@@ -75,10 +76,16 @@ def _format_for(path: Path, fmt: str | None) -> str:
         if fmt is None:
             msg = f"cannot tell the export format from {path.name!r}; name it .csv or .jsonl"
             raise ExportError(msg)
-    if fmt not in FORMATS:
-        msg = f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}"
+    if fmt not in FORMATS and fmt not in TRAINING_FORMATS:
+        known = ", ".join((*FORMATS, *TRAINING_FORMATS))
+        msg = f"unknown export format {fmt!r}; choose one of {known}"
         raise ExportError(msg)
     return fmt
+
+
+def is_parquet(path: str | Path) -> bool:
+    """A training export to this path is written as Parquet (its suffix is `.parquet`)."""
+    return Path(path).suffix.lower() == ".parquet"
 
 
 def export_file(
@@ -89,9 +96,14 @@ def export_file(
     dataset: Dataset | str = "criteria",
     bom: bool = False,
     filters: RunFilters | None = None,
+    training: TrainingOptions | None = None,
     **filter_args: Any,
 ) -> int:
     """Export a dataset to a file; the format follows the suffix unless `fmt` is given.
+
+    `fmt` may also be a training format (`sft`, `preference`, `trajectories`: see
+    `rubric_core.export.training`; `dataset` is then not used), written as JSON Lines, or
+    as Parquet when the path ends in `.parquet`.
 
     The file is written next to its destination and renamed into place, so a
     failed export never leaves half a file behind.
@@ -101,11 +113,16 @@ def export_file(
     """
     path = Path(path)
     fmt = _format_for(path, fmt)
+    if fmt not in TRAINING_FORMATS and is_parquet(path):
+        msg = f"{fmt} exports are CSV or JSON Lines; Parquet is for sft, preference, trajectories"
+        raise ExportError(msg)
     chosen = check_request(dataset, filters, filter_args)
     partial = path.with_name(f".{path.name}.partial")
     try:
-        with partial.open("w", encoding="utf-8", newline="") as fp:
-            if fmt == "csv":
+        with partial.open("wb") as fp:
+            if fmt in TRAINING_FORMATS:
+                count = write_training(store, fp, fmt, chosen, training, parquet=is_parquet(path))
+            elif fmt == "csv":
                 count = write_csv(store, fp, dataset, bom=bom, filters=chosen)
             else:
                 count = write_jsonl(store, fp, dataset, filters=chosen)

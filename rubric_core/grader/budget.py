@@ -11,6 +11,7 @@ that is hit raises `GraderLimitError`, which is not transient, so the pass ends 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import math
 import threading
@@ -97,6 +98,14 @@ class GraderLimitError(RubricStudioError, RuntimeError):
     """A grading pass hit one of its `GraderLimits`; never retried."""
 
 
+class GraderCallTimeout(RubricStudioError, TimeoutError):
+    """One grader model call ran past its timeout as a whole; transient, so retried.
+
+    A client's timeout bounds each read: a server that sends a byte now and then keeps a
+    call alive for ever. This one bounds the call from its start to its reply.
+    """
+
+
 def _seconds(value: float) -> str:
     return f"{value:g} s"
 
@@ -123,6 +132,9 @@ class PassBudget:
         self._deadline = clock() + limits.pass_budget_s
         self._lock = threading.Lock()
         self.model_calls = 0
+        self.requests = 0
+        """Model calls that went ahead (one HTTP request each: the grader's clients do not
+        retry by themselves); a call refused by a limit is not one."""
         self.tool_calls = 0
         self._by_tool: Counter[str] = Counter()
         self._identical: Counter[tuple[str, str]] = Counter()
@@ -155,6 +167,8 @@ class PassBudget:
                 "(the limit) without a usable GraderResponse"
             )
             raise GraderLimitError(msg)
+        with self._lock:
+            self.requests += 1
         return remaining
 
     def keep_reply(self, message: BaseMessage) -> BaseMessage:
@@ -288,15 +302,74 @@ def _call_model(
 _Reply = TypeVar("_Reply")
 
 
-async def acall_model(call: Awaitable[_Reply], budget: PassBudget) -> _Reply:
-    """Await a grader model call, cancelled when the pass's time runs out; an empty reply
-    becomes an `EmptyReplyError`."""
+def whole_call_s(model: object, limits: GraderLimits) -> float:
+    """How long one call of `model` may take from start to reply: the client's own
+    timeout when it is a plain number of seconds (the grader gives its clients
+    `GraderLimits.timeout_s`, and keeps a model object's own), else `timeout_s`."""
+    for name in ("request_timeout", "default_request_timeout"):
+        own = getattr(model, name, None)
+        if isinstance(own, int | float) and not isinstance(own, bool) and own > 0:
+            return float(own)
+    return limits.timeout_s
+
+
+_GRACE_S = 0.5
+"""How much longer than its timeout a call is waited for, so that a client's own timeout,
+which names its cause, is the one reported when it fires."""
+
+
+def _timed_out(budget: PassBudget, timeout_s: float) -> Exception:
+    if budget.remaining_s() <= 0:
+        return budget.out_of_time("during a model call")
+    return GraderCallTimeout(
+        f"the grader's model call took longer than its timeout of {_seconds(timeout_s)} "
+        "from request to reply (a server that answers slowly, or drips its reply)"
+    )
+
+
+def call_model(call: Callable[[], _Reply], budget: PassBudget, timeout_s: float) -> _Reply:
+    """Make a sync grader model call, bounded as a whole by `timeout_s` and by the pass's
+    remaining time; an empty reply becomes an `EmptyReplyError`.
+
+    The call runs on a worker thread (in a copy of this context), so it can be abandoned
+    at the deadline: a sync HTTP client cannot be interrupted, and its timeout bounds
+    each read, not the call. An abandoned call's thread ends when its connection does.
+    """
+    wait = min(timeout_s + _GRACE_S, budget.remaining_s())
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            outcome["reply"] = context.run(call)
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="rubric-grader-call", daemon=True).start()
+    if not done.wait(wait):
+        raise _timed_out(budget, timeout_s)
+    if "error" in outcome:
+        exc = outcome["error"]
+        if isinstance(exc, IndexError) and raised_for_no_reply(exc):
+            raise no_reply_error(exc) from exc
+        raise exc
+    reply: _Reply = outcome["reply"]
+    return reply
+
+
+async def acall_model(
+    call: Awaitable[_Reply], budget: PassBudget, timeout_s: float | None = None
+) -> _Reply:
+    """Await a grader model call, cancelled when `timeout_s` (the whole call) or the
+    pass's time runs out; an empty reply becomes an `EmptyReplyError`."""
+    limit = budget.limits.timeout_s if timeout_s is None else timeout_s
     try:
-        return await asyncio.wait_for(call, timeout=budget.remaining_s())
-    except TimeoutError:
-        if budget.remaining_s() > 0:
-            raise  # the client's own timeout, not ours: transient, retried
-        raise budget.out_of_time("during a model call") from None
+        return await asyncio.wait_for(call, timeout=min(limit + _GRACE_S, budget.remaining_s()))
+    except TimeoutError:  # asyncio's (an HTTP client's timeouts are other types)
+        raise _timed_out(budget, limit) from None
     except IndexError as exc:
         if raised_for_no_reply(exc):
             raise no_reply_error(exc) from exc
@@ -306,9 +379,9 @@ async def acall_model(call: Awaitable[_Reply], budget: PassBudget) -> _Reply:
 class PassLimits(AgentMiddleware[AgentState[Any], Any, Any]):
     """The sub-agent's side of `PassBudget`: every model and tool call is counted and bounded.
 
-    Async model calls are also cancelled when the pass's time runs out; sync ones are
-    bounded by their client timeout (`GraderLimits.timeout_s`, and the remaining budget
-    as the call's own timeout where the client takes one).
+    Every model call is bounded as a whole, from request to reply, by its client's
+    timeout and by the pass's remaining time: async calls are cancelled, sync ones run on
+    a worker thread that is abandoned at the deadline (`call_model`).
     """
 
     def wrap_model_call(
@@ -320,7 +393,11 @@ class PassLimits(AgentMiddleware[AgentState[Any], Any, Any]):
         if budget is None:
             return _call_model(request, handler)
         seconds = budget.start_model_call()
-        return _kept(budget, _call_model(_with_call_timeout(request, seconds), handler))
+        timed = _with_call_timeout(request, seconds)
+        response = call_model(
+            lambda: handler(timed), budget, whole_call_s(request.model, budget.limits)
+        )
+        return _kept(budget, response)
 
     async def awrap_model_call(
         self,
@@ -331,7 +408,11 @@ class PassLimits(AgentMiddleware[AgentState[Any], Any, Any]):
         if budget is None:
             return await handler(request)
         seconds = budget.start_model_call()
-        response = await acall_model(handler(_with_call_timeout(request, seconds)), budget)
+        response = await acall_model(
+            handler(_with_call_timeout(request, seconds)),
+            budget,
+            whole_call_s(request.model, budget.limits),
+        )
         return _kept(budget, response)
 
 

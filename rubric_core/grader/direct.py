@@ -37,9 +37,14 @@ from langchain.agents.structured_output import (
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.errors import GraphRecursionError
 
-from rubric_core.grader.budget import PassBudget, acall_model, call_timeout
+from rubric_core.grader.budget import (
+    PassBudget,
+    acall_model,
+    call_model,
+    call_timeout,
+    whole_call_s,
+)
 from rubric_core.grader.prompt import PLAIN_TEXT_CORRECTION, rejection_message
-from rubric_core.grader.replies import no_reply_error, raised_for_no_reply
 from rubric_core.grader.retry import GRADER_RECURSION_LIMIT
 from rubric_core.grader.subagent import (
     _CACHED_AGENTS,
@@ -77,7 +82,7 @@ class _UncountedAttempt(_Attempt):
     """An attempt whose tokens the conversation adds itself (no callback handler)."""
 
     def __enter__(self) -> None:
-        self._usage.attempts += 1
+        return None
 
 
 def _attempts(
@@ -204,14 +209,13 @@ class DirectGrader(Grader):
                 conversation = _Conversation(self._system, grader_input)
                 while True:
                     conversation.before_call()
-                    try:
-                        reply = bound.invoke(
-                            conversation.messages, _CONFIG, **self._timeout(budget)
-                        )
-                    except IndexError as exc:
-                        if raised_for_no_reply(exc):
-                            raise no_reply_error(exc) from exc
-                        raise
+                    timeout = self._timeout(budget)
+                    sent = list(conversation.messages)
+                    reply = call_model(
+                        lambda: bound.invoke(sent, _CONFIG, **timeout),  # noqa: B023
+                        budget,
+                        whole_call_s(self.model, budget.limits),
+                    )
                     if (verdict := conversation.take(budget.keep_reply(reply), usage)) is not None:
                         return verdict
             time.sleep(attempt.delay)
@@ -227,7 +231,7 @@ class DirectGrader(Grader):
                 while True:
                     conversation.before_call()
                     call = bound.ainvoke(conversation.messages, _CONFIG, **self._timeout(budget))
-                    reply = await acall_model(call, budget)
+                    reply = await acall_model(call, budget, whole_call_s(self.model, budget.limits))
                     if (verdict := conversation.take(budget.keep_reply(reply), usage)) is not None:
                         return verdict
             await asyncio.sleep(attempt.delay)

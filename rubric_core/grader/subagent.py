@@ -256,7 +256,6 @@ class _Attempt:
         self._counting = ExitStack()
 
     def __enter__(self) -> None:
-        self._usage.attempts += 1
         self._counting.enter_context(self._usage.counting())
 
     def __exit__(
@@ -387,11 +386,15 @@ class Grader:
             self._input, rubric, criteria, messages, iteration, checked, nonce=nonce
         )
         call = functools.partial(self._call, criteria, usage=usage)
-        with spending(PassBudget(self.limits)):
-            first = call(ask())
-            if (correction := _coverage_problem(criteria, first, iteration)) is not None:
-                with _keeping_the_first_verdict():
-                    return _conclude(criteria, call(ask(correction)))
+        budget = PassBudget(self.limits)
+        try:
+            with spending(budget):
+                first = call(ask())
+                if (correction := _coverage_problem(criteria, first, iteration)) is not None:
+                    with _keeping_the_first_verdict():
+                        return _conclude(criteria, call(ask(correction)))
+        finally:
+            usage.attempts += budget.requests  # every request sent, however the pass ended
         return _conclude(criteria, first)
 
     async def agrade(
@@ -410,11 +413,15 @@ class Grader:
             self._input, rubric, criteria, messages, iteration, checked, nonce=nonce
         )
         call = functools.partial(self._acall, criteria, usage=usage)
-        with spending(PassBudget(self.limits)):
-            first = await call(ask())
-            if (correction := _coverage_problem(criteria, first, iteration)) is not None:
-                with _keeping_the_first_verdict():
-                    return _conclude(criteria, await call(ask(correction)))
+        budget = PassBudget(self.limits)
+        try:
+            with spending(budget):
+                first = await call(ask())
+                if (correction := _coverage_problem(criteria, first, iteration)) is not None:
+                    with _keeping_the_first_verdict():
+                        return _conclude(criteria, await call(ask(correction)))
+        finally:
+            usage.attempts += budget.requests
         return _conclude(criteria, first)
 
     def _input(

@@ -52,7 +52,11 @@ class GraderUsage:
     survive a grader call that raises: a `grader_error` pass still reports its tokens.
 
     Attributes:
-        attempts: Grader calls made (transient-failure and coverage retries count).
+        attempts: Requests sent to the grader's model: every model call of the pass
+            (transient-failure retries, corrections, coverage re-asks and tool rounds
+            count). The grader turns its OpenAI and Anthropic clients' own retries off,
+            so each is one HTTP request; another model object's client may retry inside
+            a call unseen (give it `max_retries=0`).
         input_tokens: Input tokens the grader's model reported (0 if it reports none).
         output_tokens: Output tokens the grader's model reported (0 if it reports none).
 

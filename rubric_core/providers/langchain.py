@@ -19,6 +19,8 @@ from rubric_core import config
 from rubric_core.extras import MissingExtra
 from rubric_core.providers.base import BuildOptions, Provider
 from rubric_core.providers.errors import ModelSpecError
+from rubric_core.providers.http import deadline_http_client
+from rubric_core.providers.ratelimit_http import with_rate_limit
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -84,8 +86,9 @@ class LangChainProvider(Provider):
             return _google_dialect(schema)
         return schema
 
-    def client_kwargs(self) -> dict[str, Any]:
-        """Client arguments this provider's models get besides the timeout and the key."""
+    def client_kwargs(self, http_client: Any = None) -> dict[str, Any]:
+        """Client arguments this provider's models get besides the timeout and the key
+        (`http_client`: the one chosen so far, if any)."""
         return {}
 
     def build(self, spec: str, model_id: str, options: BuildOptions) -> BaseChatModel:
@@ -101,9 +104,11 @@ class LangChainProvider(Provider):
         kwargs: dict[str, Any] = {"timeout": options.timeout_s}
         if options.role == "grader":
             kwargs["max_retries"] = 0  # the middleware retries transient grader failures itself
+            if self.name == "openai":
+                kwargs["http_client"] = deadline_http_client()
         if options.api_key:
             kwargs["api_key"] = options.api_key
-        kwargs.update(self.client_kwargs())
+        kwargs.update(self.client_kwargs(kwargs.get("http_client")))
         try:
             chat_model: BaseChatModel = init_chat_model(
                 model_id, model_provider=self.name, **kwargs
@@ -145,7 +150,10 @@ def model_from_spec(spec: str, *, timeout_s: float, parameter: str = "model") ->
         )
         raise ValueError(msg)
     try:
-        model: BaseChatModel = init_chat_model(text, timeout=timeout_s, max_retries=0)
+        extra = {}
+        if provider.strip() == "openai":  # paced by a rate-limited batch's book, if any
+            extra = {"http_client": with_rate_limit(deadline_http_client())}
+        model: BaseChatModel = init_chat_model(text, timeout=timeout_s, max_retries=0, **extra)
     except Exception as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         msg = f"{parameter}={spec!r} cannot be used as a grader model: {detail.rstrip('.')}"

@@ -1,9 +1,10 @@
 """The request side of a rate limit: an HTTP transport that asks the batch's `RateBook`.
 
 The OpenAI SDK (`openai`, under `ChatOpenAI`) sends every request through an `httpx2`
-client; the models of `openai:` and `openai-compatible:` specs get `limited_http_client()`,
+client; the agents of `openai:` and `openai-compatible:` specs get `limited_http_client()`,
 whose transport is the SDK's own (`HTTPTransport` with the SDK's connection limits)
-wrapped in `LimitedTransport`. Outside a rate-limited batch (`current_book()` is `None`)
+wrapped in `LimitedTransport`, and their graders' deadline client (`providers.http`) gets
+its transport wrapped the same way (`with_rate_limit`). Outside a rate-limited batch (`current_book()` is `None`)
 the wrapper passes each request straight through. Inside one, per request:
 
 1. book it (`reserve`, about as many tokens as the body's bytes / 4 plus its
@@ -32,7 +33,13 @@ if TYPE_CHECKING:
 
     from rubric_core.providers.ratelimit import BookLike
 
-__all__ = ["RESENDS", "LimitedTransport", "estimate_tokens", "limited_http_client"]
+__all__ = [
+    "RESENDS",
+    "LimitedTransport",
+    "estimate_tokens",
+    "limited_http_client",
+    "with_rate_limit",
+]
 
 RESENDS = 2
 """Times a 429'd request is sent again inside a rate-limited batch, after the hold."""
@@ -133,6 +140,15 @@ class LimitedTransport:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def with_rate_limit(client: Any) -> Any:
+    """`client` (an `httpx` or `httpx2` client, e.g. the grader's deadline client) with its
+    transport wrapped in `LimitedTransport`: the wait for the budget comes before the
+    request, outside whatever the inner transport bounds."""
+    # httpx keeps the transport it sends through as `_transport`, with no public setter.
+    client._transport = LimitedTransport(client._transport)
+    return client
 
 
 _CLIENT: list[Any] = []

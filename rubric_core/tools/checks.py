@@ -24,8 +24,10 @@ Lines and paragraphs count only non-empty ones; words, sentences and characters 
 counted as `text_stats` counts them. JSON and pytest checks read the draft's last
 fenced block tagged `json` (resp. `python`/`py`), else its last untagged fenced block,
 else the whole draft; the code is saved as `solution.py` and a test module that never
-names `solution` gets `from solution import *`. Relative file paths are resolved
-against the `base_dir` given to `run_checks` (the working directory by default).
+names `solution` gets `from solution import *`. File paths are resolved against the
+`base_dir` given to `run_checks` (the middleware's `check_dir`; the working directory by
+default) and must stay inside it: `..`, an absolute path or a symbolic link that leads
+out is refused as a check error, and an error names the file, never what it holds.
 
 On a penalty (a negative weight) the check detects the thing the work must not do,
 so the criterion passes when the check does *not* hold:
@@ -35,7 +37,8 @@ Every check is bounded: regular expressions run in a child interpreter with a 2 
 timeout (as `regex_check` does), JSON is read up to 200,000 characters and validated
 against a schema in a child interpreter with a timeout, and pytest runs in the sandbox
 with its CPU, memory, process and wall-clock limits. A custom check registered with
-`register_check` runs in-process; it must bound itself.
+`register_check` runs in-process; it must bound itself. Counting checks and the
+fenced-block lookup are linear in the draft's length.
 
 Examples:
     >>> run_check("lines", "== 3", "one\\ntwo\\nthree")
@@ -47,11 +50,12 @@ Examples:
 from __future__ import annotations
 
 import asyncio
-import re
 import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from langgraph.errors import GraphBubbleUp
 
 from rubric_core.check_registry import (
     BUILTIN_CHECKS,
@@ -70,6 +74,8 @@ from rubric_core.check_registry import (
     unregister_check,
 )
 from rubric_core.tools._child import run_json_job
+from rubric_core.tools.check_files import read_check_file
+from rubric_core.tools.fences import fenced_block
 from rubric_core.tools.test_runner import MODULE_NAME, run_pytest
 from rubric_core.tools.text import regex_search, syllable_count, text_counts
 
@@ -77,18 +83,11 @@ if TYPE_CHECKING:
     from rubric_core.rubric import CriterionSpec
     from rubric_core.schema import CriterionVerdict
 
-_MAX_FILE_CHARS = 200_000
-"""Longest test module or schema file a check reads from disk."""
-
 _SCHEMA_TIMEOUT_S = 10.0
 """Wall-clock budget for one JSON Schema validation (a schema's `pattern` is a regex)."""
 
 _MAX_OUTPUT_CHARS = 4_000
 """Longest check output kept as evidence or gap."""
-
-_FENCE_RE = re.compile(
-    r"^[ \t]*```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE
-)
 
 _COUNT_KEYS: dict[str, tuple[str, str]] = {
     "words": ("words", "word"),
@@ -117,7 +116,10 @@ cls = validators.validator_for(job["schema"])
 try:
     cls.check_schema(job["schema"])
 except Exception as exc:
-    print(json.dumps({"schema_error": str(exc).splitlines()[0]}))
+    # Where and which rule, never the offending value: the schema may be a file's content.
+    where = getattr(exc, "json_path", "$")
+    rule = getattr(exc, "validator", None)
+    print(json.dumps({"schema_error": f"at {where}" + (f", the {rule!r} rule" if rule else "")}))
     raise SystemExit
 errors = sorted(cls(job["schema"]).iter_errors(job["instance"]), key=lambda e: list(e.path))
 print(json.dumps({"errors": [[e.json_path, e.message[:300]] for e in errors[:5]],
@@ -130,40 +132,6 @@ print(json.dumps({"errors": [[e.json_path, e.message[:300]] for e in errors[:5]]
 
 def _clip(text: str, limit: int = _MAX_OUTPUT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 5] + "[...]"
-
-
-def _fenced(draft: str, languages: tuple[str, ...]) -> str:
-    """The draft's last block fenced as one of `languages`, else its last untagged block,
-    else the whole draft."""
-    blocks = _FENCE_RE.findall(draft)
-    for wanted in (languages, ("",)):
-        bodies: list[str] = [body for lang, body in blocks if lang.lower() in wanted]
-        if bodies:
-            return bodies[-1]
-    return draft
-
-
-def _read_file(arg: str, base_dir: Path, what: str) -> tuple[str | None, str]:
-    """(text, "") or (None, the error) for a file named by a check's argument."""
-    path = Path(arg).expanduser()
-    if not path.is_absolute():
-        path = base_dir / path
-    try:
-        size = path.stat().st_size
-        if size > _MAX_FILE_CHARS * 4:
-            return (
-                None,
-                f"ERROR: the {what} {arg} is {size:,} bytes; the limit is {_MAX_FILE_CHARS:,} characters",
-            )
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"ERROR: cannot read the {what} {arg}: {exc.__class__.__name__}: {exc}"
-    if len(text) > _MAX_FILE_CHARS:
-        return (
-            None,
-            f"ERROR: the {what} {arg} is {len(text):,} characters; the limit is {_MAX_FILE_CHARS:,}",
-        )
-    return text, ""
 
 
 # --------------------------------------------------------------------------- counts
@@ -235,19 +203,19 @@ def _syllables(draft: str, arg: str, _base_dir: Path) -> CheckResult:
 
 
 def _json(draft: str, arg: str, base_dir: Path) -> CheckResult:
-    instance, problem = parse_json(_fenced(draft, ("json",)).strip(), "the draft")
+    instance, problem = parse_json(fenced_block(draft, ("json",)).strip(), "the draft")
     if problem:
         return CheckResult(False, problem)
     arg = arg.strip()
     if not arg:
         return CheckResult(True, "the draft is valid JSON")
-    source = arg
+    source, label = arg, "the schema"
     if not arg.startswith("{"):
-        read, problem = _read_file(arg, base_dir, "schema file")
+        read, problem = read_check_file(arg, base_dir, "schema file")
         if read is None:
             return CheckResult(False, problem, error=True)
-        source = read
-    schema, problem = parse_json(source, "the schema")
+        source, label = read, f"the schema file {arg}"
+    schema, problem = parse_json(source, label)
     if problem:
         return CheckResult(False, f"ERROR: {problem}", error=True)
     # Validation runs in a child interpreter: a schema's `pattern` is a regular
@@ -269,7 +237,9 @@ def _json(draft: str, arg: str, base_dir: Path) -> CheckResult:
         return CheckResult(False, f"ERROR: schema validation failed: {failure}", error=True)
     if "schema_error" in outcome:
         return CheckResult(
-            False, f"ERROR: not a valid JSON Schema: {outcome['schema_error']}", error=True
+            False,
+            f"ERROR: {label} is not a valid JSON Schema: {outcome['schema_error']}",
+            error=True,
         )
     if not outcome["errors"]:
         return CheckResult(True, "the draft is valid JSON and matches the schema")
@@ -284,12 +254,12 @@ def _json(draft: str, arg: str, base_dir: Path) -> CheckResult:
 def _pytest(draft: str, arg: str, base_dir: Path) -> CheckResult:
     arg = arg.strip()
     if is_test_path(arg):
-        tests, problem = _read_file(arg, base_dir, "test file")
+        tests, problem = read_check_file(arg, base_dir, "test file")
         if tests is None:
             return CheckResult(False, problem, error=True)
     else:
         tests = f"from {MODULE_NAME} import *\n\n\n{inline_tests(arg)}"
-    result = run_pytest(_fenced(draft, ("python", "py")), tests)
+    result = run_pytest(fenced_block(draft, ("python", "py")), tests)
     sandbox = result.sandbox
     # A sandbox that would not start, or a suite with no tests, is the check's fault,
     # not the draft's; a timeout or a crash of the draft's code is the draft's.
@@ -329,6 +299,9 @@ def run_check(
 ) -> CheckResult:
     """Run one check against a draft; never raises for a problem of the check or the draft.
 
+    Whatever a check raises, `SystemExit` and `KeyboardInterrupt` included, becomes an
+    `error` result; only LangGraph's `GraphBubbleUp` (the loop's own interrupt) passes.
+
     Examples:
         >>> run_check("no-regex", r"\\$\\d", "It costs $5.").passed
         False
@@ -339,7 +312,9 @@ def run_check(
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     try:
         result = run(draft if isinstance(draft, str) else str(draft), arg, base)
-    except Exception as exc:
+    except GraphBubbleUp:
+        raise  # the agent loop's own stop (an interrupt, a command to a parent graph)
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt from a check too
         return CheckResult(
             False, _clip(f"ERROR: check {name!r} raised {type(exc).__name__}: {exc}"), error=True
         )

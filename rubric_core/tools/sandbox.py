@@ -19,6 +19,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,38 @@ UID_ENV = "RUBRIC_STUDIO_SANDBOX_UID"
 NO_NAMESPACES_ENV = "RUBRIC_STUDIO_SANDBOX_NO_NAMESPACES"
 
 _MONITOR_INTERVAL_S = 0.1
+
+DEV_NULL = "/dev/null"
+"""The host's null device, which bubblewrap's `--dev` binds into the sandbox (it cannot
+make device nodes of its own without privileges the sandbox drops); checked first."""
+
+
+def _dev_null_problem() -> str | None:
+    """Why the host's /dev/null cannot serve the sandbox, in one line, or `None`.
+
+    Examples:
+        >>> _dev_null_problem() is None  # a healthy host
+        True
+    """
+    try:
+        mode = os.stat(DEV_NULL).st_mode
+    except OSError as exc:
+        return f"the host's {DEV_NULL} is missing or unreadable ({exc.strerror}); {_DEV_NULL_FIX}"
+    if stat.S_ISCHR(mode):
+        return None
+    kinds = (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a directory"),
+    )
+    kind = next((name for test, name in kinds if test(mode)), "not a character device")
+    return f"the host's {DEV_NULL} is {kind}, not the null character device; {_DEV_NULL_FIX}"
+
+
+_DEV_NULL_FIX = (
+    "sandboxed code (pytest among it) cannot run until root restores it: "
+    "rm -f /dev/null && mknod -m 666 /dev/null c 1 3"
+)
 
 
 @dataclass(frozen=True)
@@ -256,10 +289,38 @@ def _tree(root_pid: int) -> list[int]:
     return found
 
 
-def _memory_bytes(pids: list[int]) -> int:
-    """Proportional set size (Pss) of `pids` together: a page shared by forked
-    processes counts once in all, not once per process as resident size would."""
+def _memfd_bytes(pid: int, seen: set[tuple[int, int]]) -> int:
+    """Memory in the `memfd_create` files `pid` holds open that `seen` has not counted yet.
+
+    A memfd's pages belong to no process's set size unless mapped: one check held 2 GiB
+    in memfds that the Pss watch never saw (each under the file-size limit, one per open
+    file). Counted by what each file has allocated, once per file.
+    """
     total = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        path = f"/proc/{pid}/fd/{fd}"
+        try:
+            if not os.readlink(path).startswith("/memfd:"):
+                continue
+            info = os.stat(path)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) not in seen:
+            seen.add((info.st_dev, info.st_ino))
+            total += info.st_blocks * 512
+    return total
+
+
+def _memory_bytes(pids: list[int]) -> int:
+    """Proportional set size (Pss) of `pids` together, plus the memfd files they hold
+    open: a page shared by forked processes counts once in all, not once per process as
+    resident size would; a mapped memfd can count twice (in Pss and as a file)."""
+    total = 0
+    memfds: set[tuple[int, int]] = set()
     for pid in pids:
         try:
             with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
@@ -269,6 +330,7 @@ def _memory_bytes(pids: list[int]) -> int:
                         break
         except (OSError, IndexError, ValueError):
             continue
+        total += _memfd_bytes(pid, memfds)
     return total
 
 
@@ -350,6 +412,8 @@ def run_sandboxed(
         A `SandboxResult`; failures to start are in `.error`, never raised.
     """
     limits = limits or SandboxLimits()
+    if (problem := _dev_null_problem()) is not None:
+        return SandboxResult(returncode=None, output="", error=problem)
     bwrap = bw.find_bwrap()
     if bwrap is None:
         if not _weak_allowed(allow_weak_fences):
@@ -511,6 +575,11 @@ def _run(
         isolation.append(
             f"limits: cpu {limits.cpu_s}s, memory {limits.memory_bytes >> 20} MiB, "
             f"{limits.nproc} processes, files {limits.fsize_bytes >> 20} MiB, wall {limits.wall_s:g}s"
+        )
+        total = (limits.total_memory_bytes or limits.memory_bytes) >> 20
+        isolation.append(
+            f"memory of all processes together: {total} MiB of Pss plus memfd files, "
+            f"polled every {_MONITOR_INTERVAL_S:g} s (no cgroup)"
         )
         output = _tail(log_path, limits.output_chars)
         error = None

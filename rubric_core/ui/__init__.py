@@ -52,7 +52,12 @@ from rubric_core.ui.charts import (
     timeline_figure,
 )
 from rubric_core.ui.errors import store_error_message
-from rubric_core.ui.export import export_bytes, export_file_name, preview_rows
+from rubric_core.ui.export import (
+    export_bytes,
+    export_file_name,
+    preview_rows,
+    training_bytes,
+)
 from rubric_core.ui.filters import ANY, known_models, parse_run_filters
 from rubric_core.ui.format import (
     DEFAULT_PAGE_SIZE,
@@ -228,6 +233,7 @@ __all__ = [
     "store_error_message",
     "timeline_figure",
     "token_pair",
+    "training_bytes",
     "transcript_items",
     "verdict_mark",
     "verdict_word",

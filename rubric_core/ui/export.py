@@ -1,16 +1,35 @@
-"""The Export page's helpers: a preview of the first rows, a telling file name, the bytes."""
+"""The Export page's helpers: a preview of the first rows, a telling file name, the bytes
+(of the datasets and of the training exports)."""
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.export import DATASETS, EXPORT_COLUMNS, iter_rows, open_export
+from rubric_core.export import (
+    DATASETS,
+    EXPORT_COLUMNS,
+    TRAINING_FORMATS,
+    TrainingOptions,
+    iter_rows,
+    open_export,
+    write_training,
+)
 from rubric_core.ui.format import one_line
 
 if TYPE_CHECKING:
     from rubric_core.store import RunFilters, Store
 
-__all__ = ["DATASETS", "EXPORT_COLUMNS", "export_bytes", "export_file_name", "preview_rows"]
+__all__ = [
+    "DATASETS",
+    "EXPORT_COLUMNS",
+    "TRAINING_FORMATS",
+    "TrainingOptions",
+    "export_bytes",
+    "export_file_name",
+    "preview_rows",
+    "training_bytes",
+]
 
 
 def preview_rows(
@@ -57,3 +76,20 @@ def export_bytes(store: Store, fmt: str, dataset: str, filters: RunFilters) -> b
     """
     with open_export(store, fmt, dataset, filters=filters) as spool:
         return spool.read()
+
+
+def training_bytes(
+    store: Store,
+    kind: str,
+    filters: RunFilters,
+    options: TrainingOptions,
+    *,
+    parquet: bool = False,
+) -> bytes:
+    """A training export (`sft`, `preference`, `trajectories`) as bytes: JSON Lines or Parquet.
+
+    The same rows as `python -m rubric_core export --format KIND` with the same filters.
+    """
+    buffer = io.BytesIO()
+    write_training(store, buffer, kind, filters, options, parquet=parquet)
+    return buffer.getvalue()

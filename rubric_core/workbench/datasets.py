@@ -18,6 +18,7 @@ from rubric_core.runs.spec import MAX_INPUT_CHARS
 
 __all__ = [
     "DATASET_SUFFIXES",
+    "MAX_OUTPUT_CHARS",
     "DatasetError",
     "GradedRow",
     "load_dataset",
@@ -54,6 +55,10 @@ limit (`MAX_INPUT_CHARS`), so a valid long input was refused; `_csv_rows` reads 
 module's limit raised to this (`_wide_fields`), and a longer field is reported with its
 line."""
 _FIELD_LIMIT_LOCK = threading.Lock()
+
+MAX_OUTPUT_CHARS = 200_000
+"""Longest output a grade-only row may give (the code checks read as much: JSON up to
+200,000 characters, regular expressions over as many)."""
 
 
 def _decode(name: str, data: bytes) -> str:
@@ -323,6 +328,9 @@ def _graded_row(name: str, where: str, number: int, record: dict[str, Any]) -> G
         raise DatasetError(msg)
     if not output.strip():
         msg = f"{name}: {where} has an empty output; there is nothing to grade"
+        raise DatasetError(msg)
+    if len(output) > MAX_OUTPUT_CHARS:
+        msg = f"{name}: {where}: output is {len(output):,} characters; the limit is {MAX_OUTPUT_CHARS:,}"
         raise DatasetError(msg)
     try:
         labels = parse_dataset_labels(record.get("labels"), row=where, source=name)

@@ -27,7 +27,7 @@ from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.background import BatchJob
-from rubric_core.workbench.datasets import load_graded_dataset
+from rubric_core.workbench.datasets import MAX_OUTPUT_CHARS, load_graded_dataset
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -152,6 +152,16 @@ def _check_labels(version: dict[str, Any], rows: Sequence[GradedRow]) -> list[di
     return checked
 
 
+def _check_output(output: str) -> None:
+    """A grade-only output is text of at most `MAX_OUTPUT_CHARS` characters."""
+    if not isinstance(output, str):
+        msg = f"output must be text, got {type(output).__name__}"
+        raise GradingError(msg)
+    if len(output) > MAX_OUTPUT_CHARS:
+        msg = f"output is {len(output):,} characters; the limit is {MAX_OUTPUT_CHARS:,}"
+        raise GradingError(msg)
+
+
 def _store_pass(
     store: Store,
     version: dict[str, Any],
@@ -217,8 +227,10 @@ def grade_one(
     """Grade one existing output now; returns `{"run_id", "evaluation_id", "evaluation"}`.
 
     Raises:
+        GradingError: An output longer than `MAX_OUTPUT_CHARS`; nothing is stored.
         ModelSpecError, UnknownToolError, StoreError: Before anything is stored.
     """
+    _check_output(output)
     version = store.get_rubric_version(version_id)
     llm = grader_llm or _grader_factory(grader_model, base_url, api_key)()
     middleware = build_grader(
@@ -442,6 +454,7 @@ def grade_by_person(
     if not reviewer:
         msg = "reviewer must name who graded"
         raise GradingError(msg)
+    _check_output(output)
     version = store.get_rubric_version(version_id)
     criteria = parse_rubric(version["text"])
     gaps = gaps or {}
