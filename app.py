@@ -6,7 +6,9 @@ import streamlit as st
 
 from app_widgets.session import run_registry
 from app_widgets.store import db_label, get_store, store_guard
+from app_widgets.warm import preload_browser_chunks
 from rubric_core.ui.models import configured_models_mode
+from rubric_core.ui.warm import warm_up
 
 st.set_page_config(page_title="Rubric Studio", page_icon="⚖️", layout="wide")
 
@@ -51,5 +53,12 @@ if store is None:
     # get_store already said what is wrong with the database file and what to do.
     st.stop()
 
-with store_guard():
-    page.run()
+# What later pages' first visits need, loaded in the background: the browser's chart and
+# table code when it is idle (asked for here, once per session), the server's imports on a
+# thread once the page has run (even one that stopped early).
+preload_browser_chunks()
+try:
+    with store_guard():
+        page.run()
+finally:
+    warm_up()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_widgets.pickers import experiment_picker
 from app_widgets.report import report_download
 from app_widgets.review import review_scope
 from app_widgets.store import STORE_ERRORS, get_store
@@ -12,7 +13,6 @@ from rubric_core.ui import (
     confusion_rows,
     criterion_agreement_rows,
     disagreement_label,
-    experiment_label,
     format_kappa,
     format_rate,
     md_escape,
@@ -37,13 +37,12 @@ MODES = {
 mode = st.radio("Compare", list(MODES), format_func=MODES.get, horizontal=True, key="agree_mode")
 
 experiments = store.list_experiments()
-labels = {e["id"]: experiment_label(e) for e in experiments}
 predictor, reference = "judge", "human"
 run_of: dict[int, int] = {}
 subject: dict | None = None  # what "Download report" reports
 try:
     if mode == "judge":
-        scope = review_scope(store, key="agree")
+        scope = review_scope(store, key="agree", want="labels")
         if scope is None:
             st.stop()
         _, filters = scope
@@ -61,17 +60,16 @@ try:
                 icon=":material/science:",
             )
             st.stop()
-        ids = list(labels)
         left, right = st.columns(2)
-        a = left.selectbox("Experiment A", ids, format_func=labels.get, key="agree_a")
+        a = experiment_picker(left, "Experiment A", experiments, key="agree_a")
         run_of = {int(i["evaluation_id"]): int(i["run_id"]) for i in store.experiment_items(a)}
         if mode == "experiment":
             report = agreement_with_labels(store, experiment_id=a)
             predictor = f"#{a}"
             subject = {"experiment_id": a}
         else:
-            others = [i for i in ids if i != a] or ids
-            b = right.selectbox("Experiment B", others, format_func=labels.get, key="agree_b")
+            others = [e for e in experiments if e["id"] != a] or experiments
+            b = experiment_picker(right, "Experiment B", others, key="agree_b")
             report = agreement_between(store, a, b)
             predictor, reference = f"A #{a}", f"B #{b}"
             subject = {"experiment_id": a, "against": b}

@@ -138,6 +138,7 @@ agent_choice, grader_choice, errors = agent_and_grader_pickers(
     scenarios=scenarios,
     # Replay models start on the scenario whose rubric this is, if one is.
     default_scenario=matching_scenario(scenarios, version["criteria"], DEFAULT_REPLAY_SCENARIO),
+    version=version,
 )
 
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
@@ -328,7 +329,6 @@ def batch_view() -> None:
         if job is not None and job.error:
             st.error(f"The batch stopped early: {job.error}. Runs stored until then are kept.")
         summary = summary_for_batch(store, batch_id)
-        final_rates = store.criterion_pass_rates(batch_id=batch_id, final_only=True)
     except STORE_ERRORS as exc:
         show_store_error(exc)
         return
@@ -353,7 +353,10 @@ def batch_view() -> None:
     inputs_table(runs)
     # Pass rates get the full width: criteria labels need the room at 1024 px.
     st.plotly_chart(
-        pass_rate_figure(final_rates, title="Pass rate in each run's final pass (worst first)"),
+        pass_rate_figure(
+            summary.criterion_pass_rates,
+            title=f"{summary.pass_rate_rule} (worst first)",
+        ),
         key="batch_pass_rates",
     )
     counts_col, iterations_col = st.columns([3, 4])

@@ -114,7 +114,7 @@ with runs_tab:
     lower_a, lower_b = st.columns(2, gap="large")
     for side, column, run in (("a", lower_a, first_run), ("b", lower_b, second_run)):
         with column:
-            show_status(run["status"], error=run.get("error"))
+            show_status(run["status"], error=run.get("error"), agent_kind=run.get("agent_kind"))
             st.plotly_chart(
                 heatmap_figure(
                     store.run_evaluations(run["id"]),

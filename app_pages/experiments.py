@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_widgets.model_pickers import model_picker
-from app_widgets.pickers import rubric_version_picker, run_filter_widgets
+from app_widgets.pickers import experiment_picker, rubric_version_picker, run_filter_widgets
 from app_widgets.report import report_download
 from app_widgets.session import regrade_jobs
 from app_widgets.store import STORE_ERRORS, get_store, show_store_error
@@ -14,8 +14,8 @@ from rubric_core.ui import (
     batch_options,
     change_mark,
     comparison_delta_rows,
-    comparison_matrix_rows,
     experiment_label,
+    experiment_matrix_rows,
     experiment_rows,
     format_delta,
     format_kappa,
@@ -79,6 +79,7 @@ with st.container(border=True):
                 default_scenario=matching_scenario(
                     scenarios, version["criteria"] if version else [], DEFAULT_REPLAY_SCENARIO
                 ),
+                version=version,
             )
         except InputError as exc:
             grader_spec, base_url = "", None
@@ -175,13 +176,13 @@ st.dataframe(experiment_rows(experiments), hide_index=True, key="exp_table")
 
 st.divider()
 st.subheader("Compare two experiments")
-labels = {e["id"]: experiment_label(e) for e in experiments}
-ids = list(labels)
 left, right = st.columns(2)
-a = left.selectbox(
-    "Experiment A", ids, index=min(1, len(ids) - 1), format_func=labels.get, key=f"exp_a_{ids[0]}"
-)
-b = right.selectbox("Experiment B", ids, index=0, format_func=labels.get, key=f"exp_b_{ids[0]}")
+# Keyed by the newest experiment: a new one starts the pickers again at the newest two.
+a = experiment_picker(
+    left, "Experiment A", experiments, key=f"exp_a_{experiments[0]['id']}",
+    index=min(1, len(experiments) - 1),
+)  # fmt: skip
+b = experiment_picker(right, "Experiment B", experiments, key=f"exp_b_{experiments[0]['id']}")
 if a == b:
     st.info("Pick two different experiments.")
     st.stop()
@@ -195,7 +196,8 @@ except (InputError, *STORE_ERRORS) as exc:
     st.error(f"Cannot compare: {exc}")
     st.stop()
 comparison = result["comparison"]
-run_of = {int(i["evaluation_id"]): int(i["run_id"]) for i in store.experiment_items(a)}
+items_a = store.experiment_items(a)
+run_of = {int(i["evaluation_id"]): int(i["run_id"]) for i in items_a}
 overall = comparison["overall"]
 m1, m2, m3, m4, m5 = st.columns(5)
 m1.metric("Verdicts compared", overall["n"])
@@ -238,10 +240,11 @@ with deltas_tab:
             st.caption(f"Judged only in {side}: " + ", ".join(md_escape(n) for n in names))
 with matrix_tab:
     st.caption(
-        "Rows: source passes. ✓ pass, ✗ fail, ? insufficient evidence; A → B where they differ."
+        "Rows: the inputs whose drafts were re-graded (pass: the source pass). ✓ pass, "
+        "✗ fail, ? insufficient evidence; A → B where they differ."
     )
     st.dataframe(
-        comparison_matrix_rows(comparison, item_label=lambda i: f"pass #{i}"),
+        experiment_matrix_rows(comparison, items_a),
         hide_index=True,
         key="exp_matrix",
     )

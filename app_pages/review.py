@@ -18,6 +18,7 @@ from app_widgets.run_detail import render_transcript
 from app_widgets.store import STORE_ERRORS, get_store
 from rubric_core.ui import (
     HUMAN_CHOICES,
+    PENALTY_HINT,
     REVIEW_SHORTCUTS,
     ReviewQueue,
     chosen_labels,
@@ -25,6 +26,7 @@ from rubric_core.ui import (
     judge_labels,
     md_escape,
     parse_id_param,
+    penalty_names,
     review_caption,
     review_rows,
     status_badge,
@@ -82,7 +84,7 @@ if current not in by_id:
     st.stop()
 item = by_id[current]
 labels = item.get("labels") or {}
-rows = review_rows(item["criteria"], labels)
+rows = review_rows(item["criteria"], labels, penalty_names(str(version.get("text") or "")))
 
 
 def _go(evaluation_id: int | None) -> None:
@@ -161,6 +163,8 @@ for index, row in enumerate(rows):
             st.caption(
                 f"Judge: {row['judge']}" + (f" — {md_escape(row['gap'])}" if row["gap"] else "")
             )
+            if row["penalty"]:
+                st.caption(PENALTY_HINT)
         key = f"review_{current}_{index}"
         if key not in st.session_state and row["human"] is not None:
             st.session_state[key] = row["human"]

@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_widgets.display import show_plain, show_status
 from app_widgets.model_pickers import agent_and_grader_pickers, grader_picker
+from app_widgets.person_grader import human_verdict_widgets
 from app_widgets.pickers import rubric_version_picker
 from app_widgets.review import point_review_at, reviewer_input
 from app_widgets.run_detail import render_passes, render_run_overview
@@ -17,7 +18,6 @@ from rubric_core.ui import (
     InputError,
     combine_models,
     matching_scenario,
-    md_escape,
     rubric_label,
     run_label,
     spec_error_hint,
@@ -37,52 +37,14 @@ REPLAY_ROLES = ("agent_model", "grader_model")
 
 # The grade-only mode: one output you already have, graded by a model or by you.
 
-# A person's verdict choices on one criterion, as the human grader gives them. (A comment,
-# not a docstring: Streamlit's magic draws a page script's floating strings.)
-GRADE_VERDICTS = {"pass": True, "fail": False, "insufficient": None}
-
-
-def human_verdict_widgets(criteria: list[str], *, key: str) -> tuple[dict, dict, list[str]]:
-    """A person's checklist: per criterion pass / fail / insufficient and a gap.
-
-    Returns `(verdicts, gaps, missing)`: verdicts by criterion (`None` insufficient),
-    gaps by criterion, and the criteria still without a verdict.
-    """
-    verdicts: dict[str, bool | None] = {}
-    gaps: dict[str, str] = {}
-    missing: list[str] = []
-    for index, criterion in enumerate(criteria):
-        with st.container(border=True):
-            text_col, choice_col, gap_col = st.columns([3, 4, 3], vertical_alignment="center")
-            text_col.markdown(f"**{index + 1}. {md_escape(criterion)}**")
-            choice = choice_col.radio(
-                "Your verdict",
-                list(GRADE_VERDICTS),
-                index=None,
-                horizontal=True,
-                key=f"{key}_{index}",
-            )
-            gap = gap_col.text_input(
-                "Gap (what is missing)",
-                key=f"{key}_{index}_gap",
-                disabled=choice == "pass",
-                placeholder="required on fail / insufficient",
-            )
-        if choice is None:
-            missing.append(criterion)
-            continue
-        verdicts[criterion] = GRADE_VERDICTS[choice]
-        if choice != "pass" and gap.strip():
-            gaps[criterion] = gap.strip()
-    return verdicts, gaps, missing
-
 
 def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     """The Run page's grade-only mode: paste an input and an output; a model or you grade it."""
     st.caption(
         "Grade one output you already have, with no agent. Pick a grader model, or be the "
-        "grader yourself: your verdicts drive the pass exactly as a model's would (every "
-        "criterion passed → satisfied) and are kept as labels."
+        "grader yourself: the rubric's code checks decide their criteria, you judge the "
+        "others, and the pass follows from all of them (every criterion passed → "
+        "satisfied). Your verdicts are kept as labels."
     )
     version = rubric_version_picker(store, key=key)
     if version is None:
@@ -122,7 +84,7 @@ def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     else:
         reviewer = reviewer_input(key=f"{key}_reviewer")
         st.caption("The checklist: your verdict on each criterion, and a gap where it falls short.")
-        verdicts, gaps, missing = human_verdict_widgets(list(version["criteria"]), key=key)
+        verdicts, gaps, missing = human_verdict_widgets(version["text"], output, key=key)
         explanation = st.text_input("Summary (optional)", key=f"{key}_explanation")
         if st.button(
             "Record my verdict", type="primary", key=f"{key}_record", disabled=not reviewer
@@ -157,7 +119,7 @@ def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     st.divider()
     run = store.get_run(int(last))
     st.subheader(f"Graded run #{last} · {rubric_label(run)}")
-    show_status(run["status"], error=run.get("error"))
+    show_status(run["status"], error=run.get("error"), agent_kind=run.get("agent_kind"))
     render_passes(store.run_evaluations(int(last)), running=run["status"] == "running")
     point_review_at(version, None)
     st.page_link(
@@ -246,6 +208,7 @@ agent_choice, grader_choice, errors = agent_and_grader_pickers(
     key="run",
     scenarios=scenarios,
     default_scenario=matching_scenario(scenarios, version["criteria"], DEFAULT_REPLAY_SCENARIO),
+    version=version,
 )
 models = {role: choice[0] for role, choice in (("agent", agent_choice), ("grader", grader_choice))
           if choice}  # fmt: skip

@@ -106,17 +106,25 @@ def render_run_detail(store: Store, run_id: int, *, key: str) -> None:
     if run["status"] != "running":
         report_download(store, key=f"{key}_report_{run_id}", run_id=run_id)
     render_run_overview(store, run, evaluations, key=key)
-    passes, transcript, output, spec = st.tabs(["Passes", "Transcript", "Final output", "Spec"])
-    with passes:
-        render_passes(evaluations, running=run["status"] == "running")
-    with transcript:
-        render_transcript(store, run_id)
-    with output:
-        show_plain(run.get("final_output"), empty="(no final output stored)")
-    with spec:
-        st.dataframe(run_spec_rows(run), hide_index=True)
-        st.caption("Input")
-        show_plain(run.get("input"))
+    # Only the open tab is drawn (a tab switch reruns this fragment): a long transcript or
+    # many passes cost nothing until asked for.
+    passes, transcript, output, spec = st.tabs(
+        ["Passes", "Transcript", "Final output", "Spec"], key=f"{key}_tab", on_change="rerun"
+    )
+    if passes.open:
+        with passes:
+            render_passes(evaluations, running=run["status"] == "running")
+    if transcript.open:
+        with transcript:
+            render_transcript(store, run_id)
+    if output.open:
+        with output:
+            show_plain(run.get("final_output"), empty="(no final output stored)")
+    if spec.open:
+        with spec:
+            st.dataframe(run_spec_rows(run), hide_index=True)
+            st.caption("Input")
+            show_plain(run.get("input"))
 
 
 @st.fragment(run_every=LIVE_POLL_S if running_now else None)

@@ -9,12 +9,18 @@ from rubric_core.ui import status_icon, status_level, status_meaning, status_wor
 __all__ = ["show_plain", "show_status"]
 
 
-def show_status(status: str | None, *, error: str | None = None) -> None:
-    """A run's status as an alert: its badge, what it means and, if any, the error text."""
+def show_status(
+    status: str | None, *, error: str | None = None, agent_kind: str | None = None
+) -> None:
+    """A run's status as an alert: its badge, what it means (for a grade-only run, the
+    sentence without an agent) and, if any, the error text."""
     alert = {"success": st.success, "info": st.info, "warning": st.warning, "error": st.error}[
         status_level(status)
     ]
-    alert(f"**{status_words(status)}** — {status_meaning(status)}", icon=status_icon(status))
+    alert(
+        f"**{status_words(status)}** — {status_meaning(status, agent_kind)}",
+        icon=status_icon(status),
+    )
     if error:
         st.text(f"Error: {error}")
 

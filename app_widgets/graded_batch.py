@@ -116,7 +116,10 @@ def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
         m1.metric("Graded rows", summary.total)
         m2.metric("Every criterion passed", f"{summary.by_status.get('satisfied', 0)}")
         m3.metric("Grader errors", summary.grader_errors)
-        st.plotly_chart(pass_rate_figure(summary.criterion_pass_rates), key=f"{key}_rates")
+        st.plotly_chart(
+            pass_rate_figure(summary.criterion_pass_rates, title=summary.pass_rate_rule),
+            key=f"{key}_rates",
+        )
         point_review_at(version, batch_id)
         st.page_link(
             "app_pages/review.py",

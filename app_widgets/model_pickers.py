@@ -6,29 +6,48 @@ import streamlit as st
 
 from app_widgets.session import PERSIST
 from rubric_core.errors import InputError
-from rubric_core.ui import MODEL_SOURCES, matching_scenario, model_choice, replay_scenario_mismatch
-from rubric_core.ui.models import base_url_presets
+from rubric_core.ui import MODEL_SOURCES, matching_scenario, model_choice
+from rubric_core.ui.forms import replay_mismatch_problem
+from rubric_core.ui.models import CHECKS_SOURCE, base_url_presets, grader_sources
 
 __all__ = ["agent_and_grader_pickers", "grader_picker", "model_picker", "replay_mismatch_warning"]
 
 
 def model_picker(
-    role: str, *, key: str, scenarios: list[dict], default_scenario: str
+    role: str,
+    *,
+    key: str,
+    scenarios: list[dict],
+    default_scenario: str,
+    version: dict | None = None,
 ) -> tuple[str, str | None]:
     """The Run/Batch pages' model chooser for one role; returns `(spec, base_url)`.
+
+    The grader's offers "No grader: checks only" (first) when every criterion of
+    `version` has a code check.
 
     Raises:
         InputError: A field is missing or malformed (shown by the caller in place).
     """
-    sources = list(MODEL_SOURCES)
+    labels = grader_sources(version) if role == "grader" and version else dict(MODEL_SOURCES)
+    sources = list(labels)
+    state = f"{key}_{role}_source"
+    if st.session_state.get(state) not in (None, *sources):
+        st.session_state.pop(state)  # "checks only" kept from a rubric that needs a grader
     source = st.radio(
         f"{role.capitalize()} model",
         sources,
-        format_func=MODEL_SOURCES.get,
-        key=f"{key}_{role}_source",
+        format_func=labels.get,
+        key=state,
         horizontal=True,
         persist_state=PERSIST,
     )
+    if source == CHECKS_SOURCE:
+        st.caption(
+            "No grader model: every criterion of this rubric has a code check, which "
+            "decides it on each pass. The runs record their grader as `checks`."
+        )
+        return model_choice(CHECKS_SOURCE)
     if source == "replay":
         names = [s["name"] for s in scenarios]
         if st.session_state.get(f"{key}_{role}_scenario") not in names and names:
@@ -83,7 +102,7 @@ def model_picker(
 
 
 def agent_and_grader_pickers(
-    *, key: str, scenarios: list[dict], default_scenario: str
+    *, key: str, scenarios: list[dict], default_scenario: str, version: dict | None = None
 ) -> tuple[tuple[str, str | None] | None, tuple[str, str | None] | None, list[str]]:
     """Agent and grader model choosers side by side, as the Run and Batch pages show them.
 
@@ -97,7 +116,11 @@ def agent_and_grader_pickers(
             try:
                 choices.append(
                     model_picker(
-                        role, key=key, scenarios=scenarios, default_scenario=default_scenario
+                        role,
+                        key=key,
+                        scenarios=scenarios,
+                        default_scenario=default_scenario,
+                        version=version,
                     )
                 )
             except InputError as exc:
@@ -107,15 +130,11 @@ def agent_and_grader_pickers(
 
 
 def replay_mismatch_warning(grader_spec: str, scenarios: list[dict], version: dict) -> None:
-    """Warn when a replay grader scripts verdicts for another rubric than `version`'s."""
-    mismatch = replay_scenario_mismatch(grader_spec, scenarios, version["criteria"])
+    """Say when a replay grader scripts verdicts for another rubric than `version`'s (the
+    library's one check, `replay_grader_problem`; grading is refused with the same words)."""
+    mismatch = replay_mismatch_problem({"grader": grader_spec}, scenarios, version)
     if mismatch:
-        st.warning(
-            f"The replay scenario {mismatch!r} scripts verdicts for its own rubric, not for "
-            f"{version['name']} v{version['version']}: it replays scripted responses and will "
-            "not judge these criteria. To grade your own rubric offline, grade it yourself.",
-            icon=":material/replay:",
-        )
+        st.error(mismatch, icon=":material/replay:")
 
 
 def grader_picker(scenarios: list[dict], version: dict, *, key: str) -> tuple[str, str | None]:
@@ -131,6 +150,7 @@ def grader_picker(scenarios: list[dict], version: dict, *, key: str) -> tuple[st
             key=key,
             scenarios=scenarios,
             default_scenario=matching_scenario(scenarios, version["criteria"]),
+            version=version,
         )
     except InputError as exc:
         grader_spec, base_url = "", None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from app_widgets.session import PERSIST
@@ -10,6 +12,8 @@ from rubric_core.store import RUN_STATUSES, RunFilters, Store
 from rubric_core.ui import (
     ANY,
     batch_choice_label,
+    experiment_label,
+    experiment_picker_key,
     known_batches,
     known_models,
     parse_run_filters,
@@ -17,7 +21,7 @@ from rubric_core.ui import (
     version_label,
 )
 
-__all__ = ["rubric_version_picker", "run_filter_widgets"]
+__all__ = ["experiment_picker", "rubric_version_picker", "run_filter_widgets"]
 
 
 def rubric_version_picker(store: Store, *, key: str, persist: bool = False) -> dict | None:
@@ -44,6 +48,34 @@ def rubric_version_picker(store: Store, *, key: str, persist: bool = False) -> d
         persist_state=scope,
     )  # fmt: skip
     return next(v for v in versions if v["id"] == version_id)
+
+
+def experiment_picker(
+    container: Any,
+    label: str,
+    experiments: list[dict],
+    *,
+    key: str,
+    index: int = 0,
+) -> int:
+    """Pick one of `experiments` (their current labels: items, status); returns its id.
+
+    The widget's key follows the labels (`experiment_picker_key`), so an experiment that
+    finished shows its real count and status; the chosen id is kept under `{key}_chosen`
+    and chosen again in the redrawn picker.
+    """
+    ids = [int(e["id"]) for e in experiments]
+    labels = {int(e["id"]): experiment_label(e) for e in experiments}
+    widget_key = experiment_picker_key(key, experiments)
+    kept = st.session_state.get(f"{key}_chosen")
+    if widget_key not in st.session_state and kept in ids:
+        st.session_state[widget_key] = kept
+        index = 0  # the kept choice wins; no second default beside it
+    chosen = int(
+        container.selectbox(label, ids, index=index, format_func=labels.get, key=widget_key)
+    )
+    st.session_state[f"{key}_chosen"] = chosen
+    return chosen
 
 
 def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:

@@ -7,6 +7,7 @@ import streamlit as st
 from app_widgets.pickers import rubric_version_picker
 from rubric_core.store import RunFilters, Store
 from rubric_core.ui import ANY, batch_options
+from rubric_core.workbench.agreement import labels_elsewhere, opening_version
 
 __all__ = ["REVIEWER_KEY", "point_review_at", "review_scope", "reviewer_input"]
 
@@ -33,20 +34,28 @@ def reviewer_input(*, key: str) -> str:
     return str(st.session_state.get(key) or "").strip()
 
 
-def review_scope(store: Store, *, key: str) -> tuple[dict, RunFilters] | None:
-    """Pick a rubric version and, optionally, one batch of its runs; `None` if none is stored."""
+def review_scope(store: Store, *, key: str, want: str = "review") -> tuple[dict, RunFilters] | None:
+    """Pick a rubric version and, optionally, one batch of its runs; `None` if none is stored.
+
+    Each rubric opens on the newest version with something to review (`want="review"`: a
+    graded pass) or to compare (`want="labels"`: a labelled pass), looked up once per
+    session (`opening_version`); when the shown version has no label and another has, the
+    page says which.
+    """
     for rubric in store.list_rubrics():
-        # Start each rubric on its newest version that has runs (a new version has none yet),
-        # looked up once per session: later reruns (each label saved) keep the choice.
+        # Looked up once per session: later reruns (each label saved) keep the choice.
         version_key = f"{key}_version_{rubric['name']}"
         if version_key in st.session_state:
             continue
-        versions = store.rubric_versions(rubric["name"])
-        graded = [v for v in versions if store.list_runs(version_id=int(v["id"]), limit=1)]
-        st.session_state[version_key] = (graded or versions)[-1]["id"]
+        opening = opening_version(store, rubric["name"], want=want)
+        if opening is not None:
+            st.session_state[version_key] = opening
     version = rubric_version_picker(store, key=key)
     if version is None:
         return None
+    note = labels_elsewhere(store, version["name"], int(version["id"]))
+    if note:
+        st.info(note, icon=":material/rate_review:")
     runs = store.list_runs(version_id=int(version["id"]), limit=500)
     batches = batch_options(runs)
     chosen = st.selectbox(

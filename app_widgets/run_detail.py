@@ -28,7 +28,7 @@ __all__ = ["render_passes", "render_run_overview", "render_transcript", "rubric_
 
 def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key: str) -> None:
     """Status, numbers, the timeline and the heatmap of one run (live or stored)."""
-    show_status(run["status"], error=run.get("error"))
+    show_status(run["status"], error=run.get("error"), agent_kind=run.get("agent_kind"))
     # The token pair is the widest value: its column gets more room, so it is not cut off
     # at 1024 px, and in/out moved to the label, leaving the value two numbers.
     m1, m2, m3, m4 = st.columns([1, 1, 1.6, 1])
@@ -68,8 +68,10 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
             )
         else:
             st.caption(f"Score of the answer handed back: {float(run['score']):.2f}")
-    with st.expander("Grader seconds per pass"):
-        st.plotly_chart(timeline_figure(evaluations), key=f"{key}_seconds")
+    # Drawn only while open (opening it reruns the page or its fragment).
+    seconds = st.expander("Grader seconds per pass", key=f"{key}_seconds_open", on_change="rerun")
+    if seconds.open:
+        seconds.plotly_chart(timeline_figure(evaluations), key=f"{key}_seconds")
     for name, from_pass, to_pass in regressions:
         st.warning(
             f"Regression: passed in {pass_label(from_pass)}, failed in {pass_label(to_pass)}: "
@@ -109,7 +111,7 @@ def render_passes(evaluations: list[dict], *, running: bool = True) -> None:
             if detail["gaps"]:
                 st.caption("Gaps (what the grader asked to change)")
                 for criterion, gap in detail["gaps"]:
-                    st.text(f"✗ {criterion}\n   → {gap}")
+                    st.text(f"{detail['marks'].get(criterion, '✗')} {criterion}\n   → {gap}")
 
 
 def render_transcript(store: Store, run_id: int) -> None:

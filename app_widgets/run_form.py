@@ -44,12 +44,10 @@ def fill_run_form(store: Store, form: ScenarioForm, *, key: str = "run") -> dict
     Raises:
         StoreError: The rubric could not be saved.
     """
-    version = store.save_rubric_version(
-        form.scenario, form.rubric_text, tags=["replay"], note="from scenario"
-    )
+    version = form.save_rubric(store)
     state = st.session_state
-    state[f"{key}_rubric"] = form.scenario
-    state[f"{key}_version_{form.scenario}"] = version["id"]
+    state[f"{key}_rubric"] = form.rubric_name
+    state[f"{key}_version_{form.rubric_name}"] = version["id"]
     state[f"{key}_input"] = form.input
     state[f"{key}_tools"] = list(form.grader_tools)
     state[f"{key}_max_iterations"] = form.max_iterations

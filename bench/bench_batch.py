@@ -115,10 +115,10 @@ def _instrument() -> None:
     checkpoints._open_sqlite = timed_open  # type: ignore[assignment]
     original_write = connection.SQLiteConnections.write
 
-    def timed_write(self: Any, job: Any) -> Any:
+    def timed_write(self: Any, job: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
-            return original_write(self, job)
+            return original_write(self, job, **kwargs)
         finally:
             with _STATS_LOCK:
                 _STATS["store_write_s"] += time.perf_counter() - start

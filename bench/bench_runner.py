@@ -193,6 +193,20 @@ def main() -> None:
             + ")",
         ]
     if args.floor:
+        over_floor = paired("this tree", "LangGraph floor", lambda ours, floor: ours / floor)
+        lines += [
+            "",
+            f"CPU this tree/floor, median of {args.rounds} paired rounds: "
+            f"**{statistics.median(over_floor):.2f}x** (rounds: "
+            + ", ".join(f"{x:.2f}" for x in over_floor)
+            + ")",
+        ]
+        if "baseline tree" in trees:
+            base_floor = paired("baseline tree", "LangGraph floor", lambda b, floor: b / floor)
+            lines.append(
+                f"\nCPU baseline tree/floor, same rounds: {statistics.median(base_floor):.2f}x "
+                "(rounds: " + ", ".join(f"{x:.2f}" for x in base_floor) + ")"
+            )
         ours_ms = paired("this tree", "LangGraph floor", lambda ours, floor: ours - floor)
         shares = paired("this tree", "LangGraph floor", lambda ours, floor: floor / ours)
         lines += [

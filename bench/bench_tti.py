@@ -15,8 +15,10 @@ round visits every page, the empty page before each one), and times, per switch:
   it (no stale element left, every plotly chart's SVG drawn);
 - server: the script run's own time in the server process (the wrapper times `page.run()`).
 
-Round 0 is each page's first visit in a fresh server process (modules imported, caches
-empty); the table reports it apart from the median of the later rounds. Writes a Markdown
+Round 0 is each page's first visit in a fresh server process and browser session
+(modules imported, caches empty), after `--think-ms` on the page before it, as a person
+reads a page before going on; the table reports it apart from the median of the later
+rounds (which switch without pausing). Writes a Markdown
 table to bench/results/tti.md (or `--out`).
 """
 
@@ -107,13 +109,13 @@ def _load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def _wrapper_folder(folder: Path) -> Path:
+def _wrapper_folder(folder: Path, repo: Path = REPO) -> Path:
     """The wrapper app beside links to the real pages and widgets (st.Page paths resolve
     against the main script's folder)."""
     for name in ("app_pages", "app_widgets"):
-        (folder / name).symlink_to(REPO / name, target_is_directory=True)
+        (folder / name).symlink_to(repo / name, target_is_directory=True)
     script = folder / "bench_app.py"
-    script.write_text(f"REPO_APP = {str(REPO / 'app.py')!r}\n" + WRAPPER, encoding="utf-8")
+    script.write_text(f"REPO_APP = {str(repo / 'app.py')!r}\n" + WRAPPER, encoding="utf-8")
     return script
 
 
@@ -177,6 +179,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="rounds after the first visit")
     parser.add_argument("--pages", nargs="*", default=list(PAGES))
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--repo", type=Path, default=REPO, help="the checkout whose app.py is served"
+    )
+    parser.add_argument(
+        "--think-ms",
+        type=int,
+        default=2000,
+        help="pause on a page before a first visit to the next (a person reading it)",
+    )
     args = parser.parse_args()
     executable = chromium_executable()
     if executable is None:
@@ -191,19 +202,20 @@ def main() -> int:
             started = time.perf_counter()
             generate(db, runs=args.runs)
             print(f"generated {db} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-        script = _wrapper_folder(folder)
+        repo = args.repo.resolve()
+        script = _wrapper_folder(folder, repo)
         global RUNS
         RUNS = ServerRuns(folder / "server_times.jsonl")
         port = _free_port()
         env = {**os.environ, "RUBRIC_STUDIO_DB": str(db), "PYTHONUNBUFFERED": "1"}
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join([str(repo), env.get("PYTHONPATH", "")])
         load_before = _load()
         log = (folder / "streamlit.log").open("wb")
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true",
              "--browser.gatherUsageStats", "false"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         results: dict[str, dict[str, list[float]]] = {}
         try:
@@ -225,6 +237,7 @@ def main() -> int:
                     for name in args.pages:
                         for target in ("empty", name):
                             if not titles[target]:
+                                page.wait_for_timeout(args.think_ms)
                                 first, done = _first_visit(page, target)
                                 titles[target] = (
                                     page.locator('[data-testid="stMain"] h1')
@@ -282,7 +295,7 @@ def _report(args, results, server, load_before: str, load_after: str) -> None:
     empty = results["empty"]
     base_render = _median(empty.get("later_render", []))
     base_done = _median(empty.get("later_done", []))
-    base_server = _median(server.get("empty", []))
+    base_server = _median(server.get("empty", [])[1:])
     lines = [
         f"# Dashboard time to interactive ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)",
         "",
@@ -290,8 +303,8 @@ def _report(args, results, server, load_before: str, load_after: str) -> None:
         f"({os.cpu_count()} CPUs), load {load_before} before, {load_after} after. Medians of "
         f"{args.rounds} rounds after the first visit; the empty page measured before each page.",
         "",
-        "| page | first visit: render / interactive (ms) | render (ms) | interactive (ms) "
-        "| server (ms) | interactive / empty page's |",
+        "| page | first visit: render / interactive / server (ms) | render (ms) "
+        "| interactive (ms) | server (ms) | interactive / empty page's |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for name in ["empty", *args.pages]:
@@ -300,10 +313,13 @@ def _report(args, results, server, load_before: str, load_after: str) -> None:
         first_d = _median(slot.get("first_done", []))
         render = _median(slot.get("later_render", []))
         done = _median(slot.get("later_done", []))
-        ms = _median(server.get(name, []))
+        runs = server.get(name, [])
+        ms = _median(runs[1:])
+        first_s = runs[0] if runs else float("nan")
         ratio = done / base_done if base_done else float("nan")
         lines.append(
-            f"| {name} | {first_r:.0f} / {first_d:.0f} | {render:.0f} | {done:.0f} | {ms:.0f} "
+            f"| {name} | {first_r:.0f} / {first_d:.0f} / {first_s:.0f} | {render:.0f} | {done:.0f} "
+            f"| {ms:.0f} "
             f"| {ratio:.2f} |"
         )
     lines += [

@@ -12,9 +12,14 @@ _SAFE_FIRST = frozenset(chr(code) for code in range(0x21, 0x7F)) - frozenset("=+
 """First characters that need no look at the rest: printable ASCII but `=`, `+`, `-`, `@`."""
 _FORMULA = frozenset("=+-@")
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
-_INVISIBLE = frozenset(("Cc", "Cf", "Zs", "Zl", "Zp"))
-"""Unicode categories a spreadsheet may skip before it reads a formula: controls, format
-characters (zero-width space, BOM, soft hyphen), spaces (NBSP) and line separators."""
+_INVISIBLE = frozenset(("Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me", "Cn", "Co", "Cs"))
+"""Unicode categories a spreadsheet may skip (or show as nothing) before it reads a
+formula: controls, format characters (zero-width space, BOM, soft hyphen), spaces (NBSP),
+line separators, combining marks with nothing to combine with (U+034F combining grapheme
+joiner, variation selectors), and unassigned, private-use and surrogate code points."""
+_BLANK_LETTERS = frozenset("\u115f\u1160\u2800\u3164\uffa0\u2062\u2063\u2064")
+"""Characters of a visible category that draw as blank: the Hangul fillers (U+115F,
+U+1160, U+3164, U+FFA0), the blank Braille pattern (U+2800) and the invisible operators."""
 _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 PLAIN_CELL = re.compile(r'[!#-*.-<>?A-~][^,"\r\n]*\Z')
 """Matches the text cells `csv_cell` writes as they are, the common case, in one call: a
@@ -27,8 +32,9 @@ def neutralise_cell(value: str) -> str:
     A cell is neutralised (OWASP "CSV injection") when it starts with a tab or a carriage
     return, or when its first visible character reads as `=`, `+`, `-` or `@` once
     Unicode-normalised (NFKC: full-width `＝＋－＠` and small forms count), whatever
-    spaces, no-break spaces, line breaks or format characters (zero-width space, BOM,
-    soft hyphen) come before it. A plain number (`-1`, `+2.5`, `-3e4`) is left as it is:
+    spaces, no-break spaces, line breaks, format characters (zero-width space, BOM,
+    soft hyphen), combining marks (U+034F) or blank-drawn fillers (U+2800, U+3164 and the
+    other Hangul fillers) come before it. A plain number (`-1`, `+2.5`, `-3e4`) is left as it is:
     a spreadsheet reads it as that number and runs nothing.
 
     Examples:
@@ -49,7 +55,7 @@ def neutralise_cell(value: str) -> str:
     if first in "\t\r":
         return "'" + value
     for char in value:
-        if char.isspace() or unicodedata.category(char) in _INVISIBLE:
+        if char.isspace() or char in _BLANK_LETTERS or unicodedata.category(char) in _INVISIBLE:
             continue
         if unicodedata.normalize("NFKC", char)[:1] in _FORMULA:
             return "'" + value

@@ -227,11 +227,24 @@ def register_check(
         msg = f"validate must be callable as validate(arg), got {type(validate).__name__}"
         raise InputError(msg)
     _CUSTOM[name] = _Custom(fn=fn, validate=validate)
+    _CHANGES[0] += 1
 
 
 def unregister_check(name: str) -> None:
     """Forget a custom check; a built-in one, or an unknown name, is left alone."""
     _CUSTOM.pop(name, None)
+    _CHANGES[0] += 1
+
+
+_CHANGES = [0]
+"""How many times the custom checks changed in this process (`registry_version`)."""
+
+
+def registry_version() -> int:
+    """A number that changes whenever a custom check is registered or unregistered, so
+    that what was parsed against the registry before (`rubric.parse_criteria`'s cache)
+    is parsed again."""
+    return _CHANGES[0]
 
 
 def custom_check(name: str) -> CheckFn | None:

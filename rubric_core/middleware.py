@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage
 from langgraph.errors import GraphBubbleUp
 
 from rubric_core.attempt import attempt_goes_on, new_grading_run_id
-from rubric_core.errors import InputError, PassNotRecorded
+from rubric_core.errors import PassNotRecorded
 from rubric_core.grader import (
     Grader,
     GraderOutcome,
@@ -30,8 +30,14 @@ from rubric_core.grader import (
     RetryPolicy,
     describe_exception,
 )
-from rubric_core.grader.checked import checks_only_outcome, judged_names, merge_outcome
+from rubric_core.grader.checked import (
+    checks_only_outcome,
+    judged_names,
+    merge_outcome,
+    require_checks_only,
+)
 from rubric_core.grader.judges import UNSET, Unset, build_judges, check_judges
+from rubric_core.grader.logs import log_prefix, pass_context
 from rubric_core.grader.nonce import grading_nonce, scrub, scrub_judges, scrub_verdicts
 from rubric_core.grader.validate import check_middleware_arguments
 from rubric_core.messages import final_answer, grader_feedback_message
@@ -354,15 +360,16 @@ class RubricMiddleware(CheckBeforeModelCall):
         graded = self._pending_pass(state, runtime)
         if graded is None:
             return None
-        try:
-            outcome: GraderOutcome | Exception = self._grade(graded, state["messages"])
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            outcome = exc
-        evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
-        if pending_callback is not None:
-            self._guard(_run_coroutine_blocking, pending_callback)
+        with pass_context(graded.run_id):
+            try:
+                outcome: GraderOutcome | Exception = self._grade(graded, state["messages"])
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                outcome = exc
+            evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
+            if pending_callback is not None:
+                self._guard(_run_coroutine_blocking, pending_callback)
         return self._update(evaluation, {**graded.start, **self._best_update(graded, evaluation)})
 
     @hook_config(can_jump_to=["model"])
@@ -373,15 +380,16 @@ class RubricMiddleware(CheckBeforeModelCall):
         graded = self._pending_pass(state, runtime)
         if graded is None:
             return None
-        try:
-            outcome: GraderOutcome | Exception = await self._agrade(graded, state["messages"])
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            outcome = exc
-        evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
-        if pending_callback is not None:
-            await self._aguard(pending_callback)
+        with pass_context(graded.run_id):
+            try:
+                outcome: GraderOutcome | Exception = await self._agrade(graded, state["messages"])
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                outcome = exc
+            evaluation, pending_callback = self._conclude(state, runtime, graded, outcome)
+            if pending_callback is not None:
+                await self._aguard(pending_callback)
         return self._update(evaluation, {**graded.start, **self._best_update(graded, evaluation)})
 
     # -- outside a loop ----------------------------------------------------------------
@@ -404,9 +412,9 @@ class RubricMiddleware(CheckBeforeModelCall):
             messages: The conversation to judge, e.g. `[HumanMessage(input), AIMessage(output)]`.
             rubric: The rubric (validated as in the loop).
             grading_run_id: The record's `grading_run_id` (a fresh uuid by default).
-            outcome: A verdict already given, by a person for instance
-                (`grader.outcome_from_verdicts`) on every criterion; neither the grader nor
-                the code checks are then called.
+            outcome: A verdict already given on the judged criteria, by a person for
+                instance (`grader.outcome_from_verdicts`): it takes the judge's place, so
+                the grader is not called; the code checks still run and decide theirs.
 
         Code checks run first and the judge (or panel) decides the other criteria, as in
         the loop; the record carries its `score` (no `regressions`: it has no earlier pass).
@@ -422,32 +430,39 @@ class RubricMiddleware(CheckBeforeModelCall):
             iteration=0,
             looping=False,
         )
-        judged: GraderOutcome | Exception
-        if outcome is not None:
-            judged = outcome
-        else:
+        with pass_context(graded.run_id):
+            judged: GraderOutcome | Exception
             try:
-                judged = self._grade(graded, messages)
+                judged = self._grade(graded, messages, given=outcome)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
                 judged = exc
-        state = cast("RubricState", {"messages": list(messages)})
-        evaluation, pending_callback = self._conclude(state, None, graded, judged)
-        if pending_callback is not None:
-            self._guard(_run_coroutine_blocking, pending_callback)
+            state = cast("RubricState", {"messages": list(messages)})
+            evaluation, pending_callback = self._conclude(state, None, graded, judged)
+            if pending_callback is not None:
+                self._guard(_run_coroutine_blocking, pending_callback)
         return evaluation
 
     # -- shared logic ------------------------------------------------------------------
 
-    def _grade(self, graded: _Pass, messages: Sequence[BaseMessage]) -> GraderOutcome:
-        """One pass, synchronously: the code checks, then the judge on the rest."""
+    def _grade(
+        self,
+        graded: _Pass,
+        messages: Sequence[BaseMessage],
+        *,
+        given: GraderOutcome | None = None,
+    ) -> GraderOutcome:
+        """One pass, synchronously: the code checks, then the judge on the rest (or the
+        verdict `given` on them, a person's)."""
         checked = run_checks(graded.specs, final_answer(messages), base_dir=self.check_dir)
         judged = judged_names(graded.specs)
+        if given is not None:
+            return self._with_checks(graded, checked, given if judged else None)
         return self._with_checks(
             graded,
             checked,
-            self._require_grader(judged).grade(
+            self._require_grader(graded.specs).grade(
                 *self._grade_args(graded, judged, messages),
                 checked=list(checked.values()),
                 nonce=graded.nonce,
@@ -463,7 +478,7 @@ class RubricMiddleware(CheckBeforeModelCall):
         return self._with_checks(
             graded,
             checked,
-            await self._require_grader(judged).agrade(
+            await self._require_grader(graded.specs).agrade(
                 *self._grade_args(graded, judged, messages),
                 checked=list(checked.values()),
                 nonce=graded.nonce,
@@ -489,24 +504,19 @@ class RubricMiddleware(CheckBeforeModelCall):
             return checks_only_outcome(checked)
         return merge_outcome(graded.specs, checked, judged)
 
-    def _require_grader(self, judged: Sequence[str]) -> Grader | Panel:
+    def _require_grader(self, specs: Sequence[CriterionSpec]) -> Grader | Panel:
         if self.grader is None:
-            names = ", ".join(repr(name) for name in judged)
-            msg = (
-                "RubricMiddleware(model=None) grades only rubrics whose every criterion has "
-                f"a code check, like `- Three lines {{lines == 3}}`; these need a grader model: "
-                f"{names}"
-            )
-            raise InputError(msg)
+            require_checks_only(specs, rubric="RubricMiddleware(model=None): the rubric")
+        assert self.grader is not None
         return self.grader
 
     def _check_new_attempt(self, state: Mapping[str, Any]) -> None:
         rubric = state.get("rubric")
         if rubric is None or rubric == "" or attempt_goes_on(state, rubric):
             return
-        judged = judged_names(validate_criteria(rubric))
-        if judged:
-            self._require_grader(judged)
+        specs = validate_criteria(rubric)
+        if judged_names(specs):
+            self._require_grader(specs)
 
     def _pending_pass(self, state: RubricState, runtime: Runtime[Any]) -> _Pass | None:
         rubric = state.get("rubric")
@@ -518,9 +528,8 @@ class RubricMiddleware(CheckBeforeModelCall):
             run_id = str(state.get("_current_grading_run_id"))
             iteration = state.get("_rubric_iterations") or 0
         else:
-            judged = judged_names(specs)
-            if judged:
-                self._require_grader(judged)
+            if judged_names(specs):
+                self._require_grader(specs)
             run_id, iteration = new_grading_run_id(runtime), 0
             start = {
                 "_active_rubric": rubric,
@@ -554,7 +563,9 @@ class RubricMiddleware(CheckBeforeModelCall):
 
     def _status_after(self, result: GraderVerdict, iteration: int, looping: bool) -> RubricStatus:
         if looping and result == "needs_revision" and iteration + 1 >= self.max_iterations:
-            logger.info("rubric not met after %d grading passes", self.max_iterations)
+            logger.info(
+                "%srubric not met after %d grading passes", log_prefix(), self.max_iterations
+            )
             return "max_iterations_reached"
         return result
 
@@ -574,7 +585,10 @@ class RubricMiddleware(CheckBeforeModelCall):
         criteria: list[CriterionVerdict]
         if isinstance(outcome, Exception):
             logger.warning(
-                "grader failed on pass %d: %s", graded.iteration, describe_exception(outcome)
+                "%sgrader failed on pass %d: %s",
+                log_prefix(),
+                graded.iteration,
+                describe_exception(outcome),
             )
             result, status = "grader_error", "grader_error"
             explanation, criteria = describe_exception(outcome), []
@@ -653,7 +667,7 @@ class RubricMiddleware(CheckBeforeModelCall):
         except (GraphBubbleUp, PassNotRecorded):
             raise
         except Exception:
-            logger.exception("on_evaluation callback raised; the loop goes on")
+            logger.exception("%son_evaluation callback raised; the loop goes on", log_prefix())
             return None
 
     @staticmethod
@@ -663,7 +677,7 @@ class RubricMiddleware(CheckBeforeModelCall):
         except (GraphBubbleUp, PassNotRecorded):
             raise
         except Exception:
-            logger.exception("on_evaluation callback raised; the loop goes on")
+            logger.exception("%son_evaluation callback raised; the loop goes on", log_prefix())
 
     def _call_back(self, evaluation: RubricEvaluation) -> Any:
         if self.on_evaluation is None:
@@ -678,7 +692,9 @@ class RubricMiddleware(CheckBeforeModelCall):
         try:
             writer(payload)
         except Exception:
-            logger.debug("custom stream writer raised; event dropped", exc_info=True)
+            logger.debug(
+                "%scustom stream writer raised; event dropped", log_prefix(), exc_info=True
+            )
 
     def _emit_end(self, runtime: Runtime[Any] | None, evaluation: RubricEvaluation) -> None:
         self._emit(

@@ -27,13 +27,14 @@ also enforce the limits.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rubric_core.check_registry import check_problem
+from rubric_core.check_registry import check_problem, registry_version
 from rubric_core.errors import InputError
 
 MAX_RUBRIC_CHARS = 20_000
@@ -53,6 +54,18 @@ drown the rest by accident."""
 
 MAX_CHECK_CHARS = 2_000
 """Longest code check (the text between the braces) accepted; an inline JSON Schema fits."""
+
+
+def criterion_key(name: object) -> str:
+    """How two spellings of one criterion are told to be the same: whitespace folded
+    (as `criteria_from_healthbench` folds it) and case ignored. Scores match verdicts on it.
+
+    Examples:
+        >>> criterion_key("  Advises  seeing\\na Doctor ") == criterion_key("advises seeing a doctor")
+        True
+    """
+    return " ".join(str(name).split()).casefold()
+
 
 _BULLET_RE = re.compile(
     r"""^\s*(?:
@@ -282,6 +295,23 @@ def parse_criteria(text: str) -> list[CriterionSpec]:
         ...
         rubric_core.rubric.RubricError: line 1 ('- [0] Cites the date'): weight [0] counts for nothing; use 1 to 100, or -1 to -100 for a penalty
     """
+    if not isinstance(text, str):
+        return _parse_criteria(text)
+    return list(_parsed(text, registry_version()))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str, registry: int) -> tuple[CriterionSpec, ...]:
+    """`parse_criteria`, kept per rubric text and state of the check registry.
+
+    A run parses its rubric several times (checking it, each pass, the store's weights):
+    the criteria are frozen, so the same text gives the same criteria until a custom
+    check is registered or unregistered. An error is not kept: it is raised each time.
+    """
+    return tuple(_parse_criteria(text))
+
+
+def _parse_criteria(text: str) -> list[CriterionSpec]:
     criteria: list[CriterionSpec] = []
     seen: dict[str, CriterionSpec] = {}
     for number, raw, body in _lines(text, bare=True):
@@ -331,6 +361,20 @@ def parse_rubric(text: str) -> list[str]:
             seen.add(key)
             names.append(name)
     return names
+
+
+def penalty_names(text: str) -> frozenset[str]:
+    """The names of a rubric's penalties (`- [-N] text`), for showing their verdicts as
+    `absent ✓` / `present ✗` (`schema.criterion_mark`); empty when the text does not parse.
+
+    Examples:
+        >>> sorted(penalty_names("- Gives the date\\n- [-5] Invents a price"))
+        ['Invents a price']
+    """
+    try:
+        return frozenset(c.name for c in parse_criteria(text) if c.penalty)
+    except RubricError:
+        return frozenset()
 
 
 def validate_criteria(text: object) -> list[CriterionSpec]:
@@ -446,7 +490,7 @@ def criteria_from_healthbench(data: str | list[Any] | dict[str, Any]) -> str:
         except ValueError:
             problem = f"points must be 1 to {MAX_WEIGHT}, or -1 to -{MAX_WEIGHT} for a penalty, got {points}"
             raise _item_error(index, problem) from None
-        key = text.casefold()
+        key = criterion_key(text)
         if key in seen:
             raise _item_error(index, f"repeats the criterion at index {seen[key]}")
         seen[key] = index

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Literal, NotRequired
 
 from pydantic import BaseModel, Field, StrictBool, model_validator
@@ -70,8 +71,9 @@ RUN_ONLY_STATUS_DESCRIPTIONS: dict[str, str] = {
         "before a verdict; every pass graded until then is kept."
     ),
     "error": (
-        "The agent or its model raised before the loop could finish; the error is shown and "
-        "every pass graded until then is kept."
+        "The agent or its model raised, or the store or the run's checkpoint store failed, "
+        "before the loop could finish; the error says which, and every pass graded until "
+        "then is kept."
     ),
 }
 """Statuses a stored run may have that the loop itself never reports."""
@@ -84,6 +86,87 @@ RUN_STATUS_DESCRIPTIONS: dict[str, str] = {
     for status in RUN_STATUSES
 }
 """One sentence per run status: the loop's statuses plus the run-only ones."""
+
+GRADED_STATUS_DESCRIPTIONS: dict[str, str] = {
+    "satisfied": "Every criterion of the rubric passed.",
+    "needs_revision": (
+        "The output fails at least one criterion; the gaps say what to change. It was "
+        "graded once, as it was given: nothing revises it."
+    ),
+    "max_iterations_reached": (
+        "The grader still wanted changes when the cap on grading passes was hit; the "
+        "output is left as it was given."
+    ),
+    "failed": STATUS_DESCRIPTIONS["failed"],
+    "grader_error": (
+        "The grader itself broke (timeout, missing credentials, unusable output); "
+        "the explanation holds the exception. The output was not judged."
+    ),
+    "running": "The grader is judging the output; its verdict appears when it is graded.",
+    "interrupted": (
+        "The process grading it stopped (the dashboard or CLI was closed, or Stop was "
+        "pressed) before a verdict."
+    ),
+    "error": "Grading raised before a verdict could be stored; the error is shown.",
+}
+"""One sentence per run status for a grade-only run (an output graded as it was given,
+by `grade`, a graded dataset or the Run page's grade form): no agent is mentioned."""
+
+
+def status_sentence(status: str | None, *, graded: bool = False) -> str:
+    """What a run status means, in one sentence: the one home of the status sentences,
+    read by the CLI and every page. `graded` picks the sentence of a grade-only run
+    (`agent_kind == GRADED_KIND`), which mentions no agent; an unknown status says so.
+
+    Examples:
+        >>> "agent" in status_sentence("needs_revision", graded=True)
+        False
+        >>> status_sentence("bogus")
+        "Unknown status 'bogus'."
+    """
+    table = GRADED_STATUS_DESCRIPTIONS if graded else RUN_STATUS_DESCRIPTIONS
+    return table.get(status or "", f"Unknown status {status!r}.")
+
+
+PENALTY_MARKS: dict[bool, str] = {True: "absent ✓", False: "present ✗"}
+"""How a penalty's verdict reads (`- [-N] text`, something the work must not do): its
+criterion *passes* when the bad thing is absent, so ✓ alone would read as "it invents
+a price". Every output that shows verdicts uses `criterion_mark`."""
+
+
+def criterion_mark(passed: bool | None, *, penalty: bool = False) -> str:
+    """A verdict's mark where it is printed or shown: `✓` / `✗` (`?` undecided), and for
+    a penalty `absent ✓` / `present ✗`, the one wording the CLI and the pages use.
+
+    Examples:
+        >>> criterion_mark(True), criterion_mark(False), criterion_mark(None)
+        ('✓', '✗', '?')
+        >>> criterion_mark(True, penalty=True), criterion_mark(False, penalty=True)
+        ('absent ✓', 'present ✗')
+    """
+    if passed is None:
+        return "?"
+    if penalty:
+        return PENALTY_MARKS[bool(passed)]
+    return "✓" if passed else "✗"
+
+
+def is_penalty(verdict: object) -> bool:
+    """Whether a verdict dict (stored: `weight` when not 1) is a penalty's (weight below 0).
+
+    Examples:
+        >>> is_penalty({"name": "Invents a price", "passed": True, "weight": -5})
+        True
+        >>> is_penalty({"name": "a", "passed": True})
+        False
+    """
+    if not isinstance(verdict, Mapping):
+        return False
+    try:
+        return int(verdict.get("weight") or 1) < 0
+    except (TypeError, ValueError):
+        return False
+
 
 AgentKind = Literal["basic", "deep"]
 """`basic` is `langchain.agents.create_agent`, `deep` is deepagents' `create_deep_agent`."""
@@ -101,6 +184,24 @@ RUN_AGENT_KINDS: tuple[str, ...] = (*AGENT_KINDS, GRADED_KIND)
 HUMAN_GRADER_PREFIX = "human:"
 """`grader_model` of a pass a person graded (`human:<reviewer>`): no model was called."""
 
+CHECKS_GRADER = "checks"
+"""`grader_model` of a run or pass graded by the rubric's code checks alone: no judge was
+called (every criterion has a `{check}`). Front doors accept `none` for it too."""
+
+NO_GRADER_SPECS: frozenset[str] = frozenset({"none", CHECKS_GRADER})
+"""What a user may write for "no grader, code checks only" (`--grader none`)."""
+
+
+def is_checks_only_grader(spec: object) -> bool:
+    """Whether a grader spec asks for no judge: code checks only (`none`, `checks`).
+
+    Examples:
+        >>> is_checks_only_grader(" None "), is_checks_only_grader("replay:haiku")
+        (True, False)
+    """
+    return isinstance(spec, str) and spec.strip().casefold() in NO_GRADER_SPECS
+
+
 MAX_ITERATIONS_LIMIT = 20
 """The most grading passes one rubric attempt may have (`max_iterations` is 1..20)."""
 
@@ -109,6 +210,70 @@ DEFAULT_MAX_ITERATIONS = 3
 
 MAX_CONCURRENCY = 16
 """The most runs a batch executes at once in one process."""
+
+MAX_EXPLANATION_CHARS = 8_000
+"""Longest pass explanation kept (a grader's or a person's); a longer one is cut
+(`cut_text`), the cut marked."""
+
+MAX_GAP_CHARS = 2_000
+"""Longest criterion gap kept; a longer one is cut, the cut marked."""
+
+MAX_NOTE_CHARS = 2_000
+"""Longest label note or experiment name kept; a longer one is cut, the cut marked."""
+
+MAX_ERROR_CHARS = 8_000
+"""Longest stored run error kept; a longer one is cut, the cut marked."""
+
+MAX_LISTED_NAMES = 10
+"""Most invented criterion names an explanation lists (the rest counted)."""
+
+MAX_QUOTED_CHARS = 60
+"""Most characters of a bad value an error message quotes (`quoted`)."""
+
+
+def cut_text(text: str, limit: int) -> str:
+    """`text` if it has at most `limit` characters, else its start with the cut marked.
+
+    Examples:
+        >>> cut_text("short", 10)
+        'short'
+        >>> cut_text("x" * 100, 40)
+        'xxxxxxxxxxxx… [cut: 88 more characters]'
+    """
+    if len(text) <= limit:
+        return text
+
+    def marker(omitted: int) -> str:
+        return f"… [cut: {omitted:,} more characters]"
+
+    keep = max(limit - len(marker(len(text))), 0)  # the marker of fewer omitted is no longer
+    return text[:keep] + marker(len(text) - keep)
+
+
+def quoted(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
+    """`repr(value)` for an error message, at most a short prefix of it.
+
+    Examples:
+        >>> quoted("haiku")
+        "'haiku'"
+        >>> quoted("x" * 100_000)
+        "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'… (100,000 characters)"
+    """
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[: limit - 4]!r}… ({len(value):,} characters)"
+    return repr(value)
+
+
+def is_single_line(text: str) -> bool:
+    """False if `text` holds any line break Python knows (`\\n`, `\\r`, U+2028, U+2029,
+    U+0085, vertical tab, form feed, the file/group/record separators).
+
+    Examples:
+        >>> is_single_line("one line"), is_single_line("a\\u2028b"), is_single_line("a\\nb")
+        (True, False, False)
+    """
+    return len(text.splitlines()) <= 1 and not text.endswith(("\n", "\r"))
+
 
 REPLAY_PREFIX = "replay:"
 """Model strings starting with this name an offline replay scenario (`replay:<name>`):
@@ -133,6 +298,57 @@ KeepChoice = Literal["last", "best"]
 BEST_DRAFT_KEY = "rubric_best_draft"
 """`additional_kwargs` key on the AI message `keep="best"` appends: `{"iteration", "score"}`
 of the pass whose draft it repeats, so UIs can tell it from the agent's own last turn."""
+
+
+def verdict_problem(
+    name: object,
+    passed: object,
+    *,
+    insufficient: object = False,
+    gap: object = None,
+    require_gap: bool = True,
+) -> str | None:
+    """What breaks the verdict rules in one criterion's verdict, or `None`: the one
+    validator the judge's verdict (`Criterion`), the store's rows and the evaluate
+    functions (stored verdicts, labels) all apply.
+
+    The rules: a non-empty name; insufficient evidence is never a pass; a failure (or an
+    insufficient verdict) needs a gap saying what must change (`require_gap`; stored and
+    labelled verdicts of old may lack one).
+
+    Examples:
+        >>> verdict_problem("has a title", True) is None
+        True
+        >>> verdict_problem("cites a source", True, insufficient=True)
+        "criterion 'cites a source' is both passed and insufficient; insufficient evidence is not a pass"
+        >>> verdict_problem("cites a source", False)
+        "criterion 'cites a source' failed but has no gap: say what must change"
+    """
+    if not isinstance(name, str) or not name.strip():
+        return "criterion name must not be empty"
+    if insufficient and passed:
+        return (
+            f"criterion {name!r} is both passed and insufficient; insufficient evidence "
+            "is not a pass"
+        )
+    if require_gap and not passed and not str(gap or "").strip():
+        return f"criterion {name!r} failed but has no gap: say what must change"
+    return None
+
+
+def pass_result(verdicts: Iterable[Mapping[str, object]]) -> Literal["satisfied", "needs_revision"]:
+    """A pass's result from its verdicts: `satisfied` if and only if there is at least one
+    verdict and every one passed (an insufficient one never passes). The one place this
+    rule is written: code checks, a judge, a panel and a person's verdicts all use it.
+
+    Examples:
+        >>> pass_result([{"name": "a", "passed": True}, {"name": "b", "passed": True}])
+        'satisfied'
+        >>> pass_result([{"name": "a", "passed": False, "insufficient": True}]), pass_result([])
+        ('needs_revision', 'needs_revision')
+    """
+    values = [verdict.get("passed") is True for verdict in verdicts]
+    return "satisfied" if values and all(values) else "needs_revision"
 
 
 class Regression(TypedDict):
@@ -222,18 +438,11 @@ class Criterion(BaseModel):
 
     @model_validator(mode="after")
     def _gap_on_failure(self) -> Criterion:
-        if not self.name.strip():
-            msg = "criterion name must not be empty"
-            raise ValueError(msg)
-        if self.insufficient and self.passed:
-            msg = (
-                f"criterion {self.name!r} is both passed and insufficient; insufficient "
-                "evidence is not a pass"
-            )
-            raise ValueError(msg)
-        if not self.passed and not (self.gap or "").strip():
-            msg = f"criterion {self.name!r} failed but has no gap: say what must change"
-            raise ValueError(msg)
+        problem = verdict_problem(
+            self.name, self.passed, insufficient=self.insufficient, gap=self.gap
+        )
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def as_verdict(self) -> CriterionVerdict:

@@ -1,13 +1,18 @@
 """Scores for grading passes, the best pass of a run, and the criteria that regressed.
 
-The score of a pass, after HealthBench's physician rubrics:
+The score of a pass, as HealthBench's reference scorer (openai/simple-evals,
+`calculate_score`) computes an example's:
 
     score = (sum of the weights of passed positive criteria
              - sum of the |weights| of failed penalties) / (sum of positive weights)
 
-clipped to [0, 1]. A rubric of penalties only scores `1 - failed penalty weight / all
-penalty weight`. A criterion is matched to its verdict by name (case and surrounding
-space ignored). A criterion with no verdict counts against the work whichever its sign:
+left unclipped (a pass whose penalties outweigh what it earned scores below 0), as it is
+stored and exported. A mean over passes or runs is HealthBench's too: the mean of the
+unclipped scores, then clipped to [0, 1] (`mean_score`); one pass shown on its own is
+clipped to [0, 1] (`shown_score`). A rubric of penalties only (HealthBench has no score
+for it) scores `1 - failed penalty weight / all penalty weight`. A criterion is matched to
+its verdict by `rubric.criterion_key` (whitespace folded, case ignored), as
+`criteria_from_healthbench` spells its criteria. A criterion with no verdict counts against the work whichever its sign:
 a positive one as failed, a penalty as present, so a score never credits what no
 verdict established. A pass with no verdicts at all (a `grader_error` pass) and a
 rubric with no criteria have no score: `None`, never 0.
@@ -21,12 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rubric_core.rubric import CriterionSpec, parse_criteria
+from rubric_core.rubric import CriterionSpec, criterion_key, parse_criteria
 from rubric_core.schema import Regression
 
-
-def _key(name: object) -> str:
-    return str(name).strip().casefold()
+_key = criterion_key
 
 
 def _verdict_list(
@@ -50,7 +53,8 @@ def score_pass(
     criteria: str | Sequence[CriterionSpec],
     verdicts: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None,
 ) -> float | None:
-    """The pass's score in [0, 1], or `None` when there is nothing to score.
+    """The pass's score, unclipped (at most 1, below 0 when penalties outweigh what it
+    earned), or `None` when there is nothing to score.
 
     Args:
         criteria: The rubric's criteria (from `parse_criteria`), or the rubric text.
@@ -82,7 +86,33 @@ def score_pass(
     lost = sum(-c.weight for c in criteria if c.weight < 0 and not passed.get(_key(c.name), False))
     if positive_total == 0:
         return 1.0 - lost / penalty_total
-    return min(1.0, max(0.0, (earned - lost) / positive_total))
+    return (earned - lost) / positive_total
+
+
+def shown_score(score: float | None) -> float | None:
+    """One pass's (or run's) score as shown on its own: clipped to [0, 1].
+
+    Examples:
+        >>> shown_score(-0.3), shown_score(0.7), shown_score(None) is None
+        (0.0, 0.7, True)
+    """
+    return None if score is None else min(1.0, max(0.0, float(score)))
+
+
+def mean_score(scores: Sequence[float | None]) -> float | None:
+    """The mean of unclipped scores, clipped to [0, 1], as HealthBench aggregates
+    (`None` scores left out; `None` when none is left).
+
+    Examples:
+        >>> round(mean_score([0.7, -0.3, -3.0]), 3), mean_score([None]) is None
+        (0.0, True)
+        >>> round(mean_score([0.7, -0.3, 0.5]), 3)
+        0.3
+    """
+    values = [float(s) for s in scores if s is not None]
+    if not values:
+        return None
+    return min(1.0, max(0.0, sum(values) / len(values)))
 
 
 def best_pass(scores: Sequence[float | None]) -> int | None:
@@ -153,4 +183,12 @@ def regression_gap(gap: str, passed_in: int) -> str:
     return f"this passed in pass {passed_in} and fails now: {gap.strip()}"
 
 
-__all__ = ["Regression", "best_pass", "regression_gap", "regressions", "score_pass"]
+__all__ = [
+    "Regression",
+    "best_pass",
+    "mean_score",
+    "regression_gap",
+    "regressions",
+    "score_pass",
+    "shown_score",
+]

@@ -163,9 +163,10 @@ def test_batch_over_a_known_scenario_summarises_exactly(store):
     assert summary.grader_errors == 0
     assert summary.errors == []
     rates = {row["criterion"]: row for row in summary.criterion_pass_rates}
+    # Each run's final pass counts once (PASS_RATE_RULE): all three ended with the date.
     assert rates["States the release date"]["passed"] == 3
-    assert rates["States the release date"]["total"] == 6
-    assert rates["States the release date"]["pass_rate"] == pytest.approx(0.5)
+    assert rates["States the release date"]["total"] == 3
+    assert rates["States the release date"]["pass_rate"] == pytest.approx(1.0)
     assert rates["Is one paragraph"]["pass_rate"] == pytest.approx(1.0)
     assert sorted(p[0] for p in progress) == [1, 2, 3]
     assert {p[1] for p in progress} == {3}
@@ -194,8 +195,8 @@ def test_batch_with_mixed_outcomes(store):
     assert summary.errors[0]["input"] == "crash e"
     assert "agent provider down" in summary.errors[0]["error"]
     rates = {row["criterion"]: row for row in summary.criterion_pass_rates}
-    # Passes with verdicts: first a, second b (2), hopeless c, first f = 5 passes.
-    assert rates["cites a source"]["total"] == 5
+    # Final passes with verdicts: a, b's second, hopeless c, f (d's is a grader error).
+    assert rates["cites a source"]["total"] == 4
     assert rates["cites a source"]["passed"] == 4
 
 

@@ -209,7 +209,8 @@ def test_batch_prints_the_summary(invoke, tmp_path, db):
     assert ": 3 runs" in out
     assert "Satisfied rate: 100.0%" in out
     assert "Mean iterations to satisfied: 2.00" in out
-    assert "50.0%  (3/6)  States the release date" in out
+    assert "Per-criterion pass rate over each run's final pass:" in out
+    assert "100.0%  (3/3)  States the release date" in out
     assert "Grader errors: 0" in out
     with Store(db) as store:
         assert store.count_runs(status="satisfied") == 3
@@ -261,7 +262,7 @@ def test_export_criteria_csv_and_runs_jsonl(invoke, tmp_path):
 
     out = tmp_path / "criteria.csv"
     result = invoke("export", "--format", "csv", "--output", str(out),
-                    "--rubric", "scenario-needs_revision_then_satisfied")  # fmt: skip
+                    "--rubric", "needs_revision_then_satisfied")  # fmt: skip
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert len(rows) == 6  # 2 passes x 3 criteria

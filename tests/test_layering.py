@@ -21,14 +21,16 @@ PACKAGE = ROOT / "rubric_core"
 # Lowest first. A module may import rubric_core modules of its own rank or below.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # config: every environment variable, read at call time; only errors below it.
-    ("errors", "extras", "config"),
+    # outputs: writing a user-named path (atomic for a file, in place for a device or FIFO).
+    ("errors", "extras", "config", "outputs"),
     ("schema",),
     # check_registry holds the names and argument rules of code checks (no running), so
     # the parser can validate `{lines == 3}` without importing `tools`; scoring reads
     # parsed criteria and verdicts only. Both are pure functions of rubric values.
     # cells: spreadsheet-cell rules (formula neutralising, CSV quoting), pure string functions.
     # model_check: the agent-middleware base that checks before each model call (LangChain only).
-    ("check_registry", "rubric", "messages", "scoring", "cells", "model_check"),
+    # tables: reading CSV / JSON Lines files (encodings, strict quoting, header names).
+    ("check_registry", "rubric", "messages", "scoring", "cells", "model_check", "tables"),
     ("evaluate",),
     ("tools",),
     # providers: the registry of model specs and each provider's quirks (client settings,

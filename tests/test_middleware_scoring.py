@@ -97,7 +97,7 @@ def test_regressions_are_listed_and_named_in_the_feedback():
 @pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("checkpointed", [False, True], ids=["plain", "checkpointed"])
 def test_keep_best_hands_back_the_middle_pass_draft(use_async, checkpointed):
-    # scores 0.25, 0.75, 0.0: the middle pass is best
+    # scores 0.25, 0.75, -0.5 (unclipped, as HealthBench): the middle pass is best
     agent, _, evaluations = agent_with(
         [turn(False, True), turn(True, False), turn(False, False, False)],
         max_iterations=3,
@@ -107,7 +107,7 @@ def test_keep_best_hands_back_the_middle_pass_draft(use_async, checkpointed):
     config = {"configurable": {"thread_id": "t"}} if checkpointed else None
     result = invoke(agent, ask(), use_async=use_async, config=config)
     assert result["_rubric_status"] == "max_iterations_reached"
-    assert [e["score"] for e in evaluations] == [0.25, 0.75, 0.0]
+    assert [e["score"] for e in evaluations] == [0.25, 0.75, -0.5]
     assert result["_rubric_best_iteration"] == 1
     last = result["messages"][-1]
     assert isinstance(last, AIMessage) and last.content == "draft 2"
@@ -184,7 +184,7 @@ def test_checks_only_rubric_runs_offline_without_a_grader_model(use_async):
         },
     ]
     assert first["criteria"][1]["evidence"].startswith("MATCH")
-    assert first["score"] == 0.0 and second["score"] == 1.0
+    assert first["score"] == -1.5 and second["score"] == 1.0  # unclipped, as HealthBench
     assert "- Exactly three lines: 1 line; needs exactly 3" in result["messages"][2].content
 
 

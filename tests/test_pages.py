@@ -288,13 +288,20 @@ def _runs_page_shows_one_satisfied_run(at: AppTest, run_id: int) -> None:
 def test_runs_page_lists_the_run_and_shows_its_detail(app: AppTest) -> None:
     run_id = _launch_replay_run(app)
     _runs_page_shows_one_satisfied_run(app, run_id)
+    # Each pass's explanation and gaps (the Passes tab, open at first).
+    assert any("Pass 1" in e.label and "needs revision" in e.label for e in app.expander)
+    assert any(t.startswith("✗ ") and "→" in t for t in _texts(app))
+    assert not app.chat_message  # the Transcript tab is drawn only once opened
+    charts = len(_charts(app))  # the timeline and the heatmap; grader seconds once opened
+    app.session_state["runs_detail_seconds_open"] = True
+    app.run()
+    assert len(_charts(app)) == charts + 1
     # Transcript: the grader's injected feedback is labelled as the grader's.
+    app.session_state["runs_detail_tab"] = "Transcript"
+    app.run()
     grader_turns = [m for m in app.chat_message if m.name == "grader"]
     assert grader_turns
     assert any("Grader feedback" in c.value for c in grader_turns[0].caption)
-    # Each pass's explanation and gaps.
-    assert any("Pass 1" in e.label and "needs revision" in e.label for e in app.expander)
-    assert any(t.startswith("✗ ") and "→" in t for t in _texts(app))
 
 
 def test_runs_page_shows_pass_rates_on_request(app: AppTest) -> None:
@@ -352,8 +359,11 @@ def test_runs_page_shows_model_text_as_text_never_markdown(
     app.run()
     _page(app, "runs")
     _no_exception(app)
+    assert any(hostile in t for t in _texts(app))  # explanation and gaps, as text (Passes tab)
+    assert not any(hostile in c.value for c in app.code)  # only the open tab is drawn
+    app.session_state["runs_detail_tab"] = "Final output"
+    app.run()
     assert any(hostile in c.value for c in app.code)  # final output, as code
-    assert any(hostile in t for t in _texts(app))  # explanation and gaps, as text
     rendered = [m.value for m in app.markdown] + [c.value for c in app.caption]
     rendered += [
         a.value for kind in ("error", "warning", "info", "success") for a in getattr(app, kind)

@@ -112,7 +112,7 @@ def test_replay_models_are_not_launched_on_a_rubric_of_another_scenario(
     _page(app, "run")
     app.text_area(key="run_input").input("Write the release note for Widget 2.0").run()
     message = _errors(app)
-    assert "replays the scenario" in message and "not for release-note v1" in message
+    assert "plays verdicts scripted for its own" in message and "not for release-note v1" in message
     assert "Grade an output you already have" in message  # the offline path for one's own rubric
     app.button(key="run_launch").click().run()
     _no_exception(app)
@@ -177,7 +177,7 @@ def test_replay_mismatch_problem_ignores_real_models_and_matching_scenarios() ->
     other = {"name": "notes", "version": 3, "criteria": ["cites a date"]}
     assert replay_mismatch_problem({"grader": "openai:gpt-4.1"}, scenarios, other) is None
     problem = replay_mismatch_problem({"grader": "replay:haiku"}, scenarios, other)
-    assert problem is not None and problem.startswith("The grader model replays")
+    assert problem is not None and problem.startswith("The replay grader 'haiku' plays")
 
 
 # ---------------------------------------------------------------- 7: the form across pages

@@ -32,7 +32,10 @@ def _verdicts(**passed: bool) -> list[dict]:
         ({"date": False, "product": True, "paragraph": False, "price": True}, 1 / 6),  # 1/6
         ({"date": True, "product": True, "paragraph": True, "price": False}, 1 / 6),  # (6-5)/6
         ({"date": True, "product": False, "paragraph": True, "price": False}, 0.0),  # (5-5)/6
-        ({"date": True, "product": False, "paragraph": False, "price": False}, 0.0),  # (3-5)/6 -> 0
+        (
+            {"date": True, "product": False, "paragraph": False, "price": False},
+            -1 / 3,
+        ),  # (3-5)/6, unclipped as HealthBench
         ({"date": False, "product": False, "paragraph": False, "price": True}, 0.0),  # 0/6
     ],
 )

@@ -511,7 +511,8 @@ def test_cli_grade_then_agreement_json(invoke, tmp_path):
     assert summary["by_result"] == {"satisfied": 3}
     result = invoke("agreement", "--json")
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    (report,) = json.loads(result.output)["rubrics"]  # one report per rubric
+    assert report["rubric"] == "bottle"
     assert set(report["overall"]) >= {"n", "agreement", "kappa"}
     assert report["overall"]["n"] == 6
     keys = {"name", "n", "agreement", "kappa", "true_pass", "false_pass", "false_fail", "true_fail"}

@@ -25,10 +25,16 @@ from rubric_core.batch.common import (
 )
 from rubric_core.batch.ray_cluster import RayUnavailable, check_ray_address
 from rubric_core.batch.run import run_batch
-from rubric_core.batch.summary import BatchSummary, format_rate, summary_for_batch
+from rubric_core.batch.summary import (
+    PASS_RATE_RULE,
+    BatchSummary,
+    format_rate,
+    summary_for_batch,
+)
 
 __all__ = [
     "EXECUTORS",
+    "PASS_RATE_RULE",
     "BatchSummary",
     "ModelFactory",
     "ProgressCallback",

@@ -8,10 +8,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rubric_core.scoring import mean_score
+
 if TYPE_CHECKING:
     from rubric_core.store import Store
 
-__all__ = ["BatchSummary", "format_rate", "summary_for_batch"]
+__all__ = ["PASS_RATE_RULE", "BatchSummary", "format_rate", "summary_for_batch"]
+
+PASS_RATE_RULE = "Per-criterion pass rate over each run's final pass"
+"""The one definition of a batch's pass rates, as the CLI and the Batch page name it: each
+criterion's share of passes among the batch's runs' final passes (a run's last stored pass,
+the verdict it ended on), one verdict per run, so a run that took three passes counts once."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +51,7 @@ class BatchSummary:
     """Passes taken -> number of satisfied runs that took that many."""
 
     criterion_pass_rates: list[dict[str, Any]]
-    """`{criterion, passed, total, pass_rate}` over every pass of the batch."""
+    """`{criterion, passed, total, pass_rate}` over each run's final pass (`PASS_RATE_RULE`)."""
 
     grader_errors: int
     """Runs that ended `grader_error` (their grader broke)."""
@@ -56,15 +63,19 @@ class BatchSummary:
     """The score of every scored run (the draft it handed back), in run order: the
     distribution the Batch page plots."""
 
+    pass_rate_rule: str = PASS_RATE_RULE
+    """What `criterion_pass_rates` counts, in words (for the CLI and the pages)."""
+
     @property
     def mean_score(self) -> float | None:
-        """Mean of `scores`; `None` when no run has a score yet.
+        """Mean of the unclipped `scores`, clipped to [0, 1] as HealthBench aggregates
+        (`scoring.mean_score`); `None` when no run has a score yet.
 
         Examples:
             >>> BatchSummary("b", 2, {}, 0.0, None, {}, [], 0, scores=[0.5, 1.0]).mean_score
             0.75
         """
-        return statistics.fmean(self.scores) if self.scores else None
+        return mean_score(self.scores)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -76,6 +87,7 @@ class BatchSummary:
             "mean_iterations_to_satisfied": self.mean_iterations_to_satisfied,
             "iterations_to_satisfied": {str(k): v for k, v in self.iterations_to_satisfied.items()},
             "criterion_pass_rates": list(self.criterion_pass_rates),
+            "pass_rate_rule": self.pass_rate_rule,
             "grader_errors": self.grader_errors,
             "errors": list(self.errors),
             "mean_score": self.mean_score,
@@ -119,7 +131,7 @@ def summary_for_batch(store: Store, batch_id: str) -> BatchSummary:
         satisfied_rate=_satisfied_rate(by_status),
         mean_iterations_to_satisfied=mean,
         iterations_to_satisfied=dict(sorted(Counter(satisfied_iterations).items())),
-        criterion_pass_rates=list(store.criterion_pass_rates(batch_id=batch_id)),
+        criterion_pass_rates=list(store.criterion_pass_rates(batch_id=batch_id, final_only=True)),
         grader_errors=by_status.get("grader_error", 0),
         errors=errors,
         scores=[float(run["score"]) for run in runs if run.get("score") is not None],

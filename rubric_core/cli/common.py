@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rubric_core.schema import RUN_STATUS_DESCRIPTIONS
+from rubric_core.schema import (
+    GRADED_KIND,
+    cut_text,
+    quoted,
+    status_sentence,
+)
 
 if TYPE_CHECKING:
     from rubric_core.store import Store
@@ -42,6 +47,10 @@ CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_w
 """click context settings of every command."""
 
 
+_MAX_ERROR_LINE = 2_000
+"""Most characters of one `Error:` line (a message quoting a huge input is cut, marked)."""
+
+
 class BadInput(click.ClickException):
     """A one-line error about the user's input; exit code 2, no traceback."""
 
@@ -49,7 +58,7 @@ class BadInput(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         """Print `Error: <message>` to stderr."""
-        click.echo(f"Error: {self.format_message()}", err=True)
+        click.echo(f"Error: {cut_text(self.format_message(), _MAX_ERROR_LINE)}", err=True)
 
 
 class StoreFailure(click.ClickException):
@@ -60,17 +69,18 @@ class StoreFailure(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         """Print `Error: <message>` to stderr."""
-        click.echo(f"Error: {self.format_message()}", err=True)
+        click.echo(f"Error: {cut_text(self.format_message(), _MAX_ERROR_LINE)}", err=True)
 
 
-def describe_status(status: str) -> str:
-    """The one-sentence meaning of a run status (empty for an unknown one).
+def describe_status(status: str, agent_kind: str | None = None) -> str:
+    """The one-sentence meaning of a run status (`schema.status_sentence`); a grade-only
+    run (`agent_kind="graded"`) gets the sentence that mentions no agent.
 
     Examples:
         >>> describe_status("satisfied")
         'Every criterion of the rubric passed.'
     """
-    return RUN_STATUS_DESCRIPTIONS.get(status, "")
+    return status_sentence(status, graded=agent_kind == GRADED_KIND)
 
 
 def open_store(db: str | Path | None) -> Store:
@@ -112,7 +122,7 @@ def version_row(store: Store, name: str, version: int | None) -> dict[str, Any]:
         if row["version"] == version:
             return row
     numbers = ", ".join(str(row["version"]) for row in versions)
-    raise BadInput(f"rubric {name!r} has no version {version} (versions: {numbers})")
+    raise BadInput(f"rubric {quoted(name)} has no version {version} (versions: {numbers})")
 
 
 def read_text(path: Path, what: str) -> str:

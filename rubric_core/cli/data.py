@@ -10,7 +10,7 @@ import click
 
 from rubric_core.cli.common import CONTEXT, BadInput, iso_date, open_store, read_text, version_row
 from rubric_core.cli.options import db_option
-from rubric_core.schema import RUN_STATUSES
+from rubric_core.schema import RUN_STATUSES, quoted
 
 __all__ = ["export", "rubrics", "scenarios"]
 
@@ -225,7 +225,7 @@ def _save_rubric(
     try:
         return store.save_rubric_version(name, text, tags=list(tags) or None, note=note)
     except (RubricError, StoreError, ValueError) as exc:
-        raise BadInput(f"rubric {name!r}: {exc}") from exc
+        raise BadInput(f"rubric {quoted(name)}: {exc}") from exc
     finally:
         store.close()
 

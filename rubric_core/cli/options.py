@@ -12,10 +12,12 @@ import click
 from rubric_core.cli.common import BadInput, load_scenario, version_row
 from rubric_core.schema import (
     AGENT_KINDS,
+    CHECKS_GRADER,
     DEFAULT_MAX_ITERATIONS,
     KEEP_CHOICES,
     MAX_ITERATIONS_LIMIT,
     REPLAY_PREFIX,
+    is_checks_only_grader,
 )
 
 if TYPE_CHECKING:
@@ -193,7 +195,16 @@ _SPEC_OPTIONS = (
         default=None,
         help="Agent model: 'provider:model-id', 'replay:<scenario>' or a model at --base-url.",
     ),
-    click.option("--grader-model", default=None, help="Grader model (same forms)."),
+    click.option(
+        "--grader-model",
+        "--grader",
+        "grader_model",
+        default=None,
+        help=(
+            "Grader model (same forms), or 'none': code checks only, for a rubric whose "
+            "every criterion has a {check} [default for such a rubric]."
+        ),
+    ),
     click.option(
         "--base-url",
         default=None,
@@ -267,11 +278,18 @@ def _with_scenario(store: Store, options: SpecOptions) -> SpecOptions:
     data = load_scenario(name)
     rubric_name = options.rubric_name
     if rubric_name is None:
-        rubric_name = f"scenario-{name}"
+        from rubric_core.providers.replay import (
+            SCENARIO_RUBRIC_NOTE,
+            SCENARIO_RUBRIC_TAGS,
+            scenario_rubric_name,
+        )
+
+        rubric_name = scenario_rubric_name(name)
         try:
             store.save_rubric_version(
-                rubric_name, data["rubric"], tags=["scenario"], note="bundled scenario"
-            )
+                rubric_name, data["rubric"], tags=list(SCENARIO_RUBRIC_TAGS),
+                note=SCENARIO_RUBRIC_NOTE,
+            )  # fmt: skip
         except Exception as exc:
             raise BadInput(f"scenario {name!r}: {exc}") from exc
     replay = f"{REPLAY_PREFIX}{name}"
@@ -291,13 +309,15 @@ def _with_scenario(store: Store, options: SpecOptions) -> SpecOptions:
 def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
     """The `RunSpec` the options describe, for `input_text`.
 
-    A `--scenario` saves its rubric (as `scenario-<name>`, unless `--rubric` names one)
+    A `--scenario` saves its rubric (under the scenario's name, `scenario_rubric_name`,
+    unless `--rubric` names one)
     and fills the models, tools, agent kind and iteration cap that were not given;
     models still unset come from `models.default_models()`.
 
     Raises:
         BadInput: No rubric was named, or the named rubric or version does not exist.
     """
+    from rubric_core.grader.checked import checks_only_problem
     from rubric_core.providers import default_models
     from rubric_core.runs import RunSpec
 
@@ -306,11 +326,15 @@ def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
         raise BadInput("--rubric is required (or --scenario for an offline demo)")
     version = version_row(store, options.rubric_name, options.rubric_version)
     agent_model, grader_model = options.agent_model, options.grader_model
+    if grader_model is None and checks_only_problem(str(version["text"])) is None:
+        grader_model = CHECKS_GRADER  # every criterion has a code check: no judge needed
     if agent_model is None or grader_model is None:
         default_agent, default_grader = default_models()
         agent_model = agent_model or default_agent
         grader_model = grader_model or default_grader
-    if options.base_url and all(m.startswith(REPLAY_PREFIX) for m in (agent_model, grader_model)):
+    if options.base_url and all(
+        m.startswith(REPLAY_PREFIX) or is_checks_only_grader(m) for m in (agent_model, grader_model)
+    ):
         raise BadInput(
             f"--base-url {options.base_url} would not be used: both models are replay models "
             f"({agent_model}, {grader_model}), which replay scripted turns offline; drop "
@@ -339,9 +363,12 @@ def check_spec(store: Store, spec: RunSpec) -> None:
     Raises:
         BadInput: With the `SpecError`'s message (the field and what is wrong).
     """
-    from rubric_core.runs import SpecError, validate_spec
+    from rubric_core.runs import SpecError, grader_problem, validate_spec
 
     try:
         validate_spec(spec, store)
     except SpecError as exc:
         raise BadInput(str(exc)) from exc
+    problem = grader_problem(spec.grader_model, store.get_rubric_version(spec.rubric_version_id))
+    if problem is not None:
+        raise BadInput(f"grader_model: {problem}")

@@ -32,10 +32,11 @@ from rubric_core.cli.options import (
     spec_options,
 )
 from rubric_core.extras import require
-from rubric_core.schema import MAX_CONCURRENCY
+from rubric_core.schema import MAX_CONCURRENCY, criterion_mark, is_penalty
+from rubric_core.scoring import shown_score
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Collection, Mapping
 
     from rubric_core.batch import BatchSummary
     from rubric_core.providers.ratelimit import RateLimit
@@ -56,27 +57,39 @@ _STOP_GRACE_S = 15.0
 """How long a stopped batch waits for its workers to end before it exits regardless."""
 
 
-def format_pass(evaluation: Mapping[str, Any]) -> str:
-    """One graded pass as terminal lines: verdict, ✓/✗ per criterion with its gap, explanation.
+def format_pass(evaluation: Mapping[str, Any], penalties: Collection[str] = ()) -> str:
+    """One graded pass as terminal lines: verdict, a mark per criterion with its gap, explanation.
+
+    A penalty (named in `penalties`, or a verdict with a negative `weight`) reads
+    `absent ✓` / `present ✗` (`schema.criterion_mark`), never a bare ✓ for "it invents a price".
 
     Examples:
         >>> print(format_pass({"iteration": 0, "result": "needs_revision", "status": "needs_revision",
-        ...                    "criteria": [{"name": "a", "passed": False, "gap": "do a"}]}))
+        ...                    "criteria": [{"name": "a", "passed": False, "gap": "do a"},
+        ...                                 {"name": "Invents a price", "passed": True}]},
+        ...                   penalties={"Invents a price"}))
         Pass 1: needs_revision
           ✗ a — do a
+          absent ✓ Invents a price (penalty)
     """
     status = evaluation.get("status")
     lines = [
         f"Pass {int(evaluation['iteration']) + 1}: {evaluation['result']}"
         + (f" -> {status}" if status and status != evaluation["result"] else "")
-        + (f" (score {score:.2f})" if (score := evaluation.get("score")) is not None else "")
+        + (
+            f" (score {score:.2f})"
+            if (score := shown_score(evaluation.get("score"))) is not None
+            else ""
+        )
     ]
     regressed = {r["name"]: r["passed_in"] for r in evaluation.get("regressions") or []}
     for criterion in evaluation.get("criteria") or []:
-        mark = "✓" if criterion.get("passed") else "✗"
-        line = f"  {mark} {criterion['name']}"
+        penalty = criterion["name"] in penalties or is_penalty(criterion)
+        line = f"  {criterion_mark(bool(criterion.get('passed')), penalty=penalty)} "
+        line += criterion["name"] + (" (penalty)" if penalty else "")
         if criterion["name"] in regressed:
-            line += f" [regressed: passed in pass {regressed[criterion['name']]}]"
+            was = "absent" if penalty else "passed"
+            line += f" [regressed: {was} in pass {regressed[criterion['name']]}]"
         if not criterion.get("passed") and criterion.get("gap"):
             line += f" — {criterion['gap']}"
         lines.append(line)
@@ -84,6 +97,19 @@ def format_pass(evaluation: Mapping[str, Any]) -> str:
     if explanation:
         lines.append(f"  {explanation}")
     return "\n".join(lines)
+
+
+def _penalties(store: Store, run_id: int) -> frozenset[str]:
+    """The penalty criteria of a run's rubric version (empty when it cannot be read)."""
+    from rubric_core.rubric import penalty_names
+    from rubric_core.store import STORE_FAULTS
+
+    faults: tuple[type[BaseException], ...] = (KeyError, *STORE_FAULTS)
+    try:
+        version = store.get_rubric_version(store.get_run(run_id)["rubric_version_id"])
+    except faults:
+        return frozenset()
+    return penalty_names(str(version.get("text") or ""))
 
 
 def _watch(
@@ -98,14 +124,16 @@ def _watch(
     Ctrl-C asks the run to stop (it ends `interrupted`, its graded passes kept).
     """
     header_shown = threading.Event()
+    penalties: set[str] = set()
 
     def show(evaluation: RubricEvaluation) -> None:
         if quiet:
             return
         header_shown.wait(5)  # the run thread may grade before the header is printed
-        click.echo(format_pass(evaluation))
+        click.echo(format_pass(evaluation, penalties))
 
     handle = launch(show)
+    penalties.update(_penalties(store, handle.run_id))
     if not quiet:
         click.echo(header(handle.run_id))
     header_shown.set()
@@ -120,11 +148,11 @@ def _watch(
     status = str(row["status"])
     if not quiet and row.get("final_output"):
         click.echo("\nFinal answer:\n" + row["final_output"].rstrip() + "\n")
-    click.echo(f"Status: {status} — {describe_status(status)}")
+    click.echo(f"Status: {status} — {describe_status(status, row.get('agent_kind'))}")
     if row.get("score") is not None:
         kept = row.get("best_iteration")
         click.echo(
-            f"Score: {row['score']:.2f}"
+            f"Score: {shown_score(row['score']):.2f}"
             + (f" (kept the best draft, pass {kept + 1})" if kept is not None else "")
         )
     if row.get("error"):
@@ -274,8 +302,10 @@ def format_summary(summary: BatchSummary) -> str:
     lines.append(f"Satisfied rate: {format_rate(summary.satisfied_rate)}")
     if summary.mean_score is not None:
         lines.append(
-            f"Mean score: {summary.mean_score:.2f} over {len(summary.scores)} scored runs "
-            f"(min {min(summary.scores):.2f}, max {max(summary.scores):.2f})"
+            f"Mean score: {summary.mean_score:.2f} over {len(summary.scores)} scored runs, "
+            "HealthBench's way: the mean of the unclipped scores, clipped to [0, 1] "
+            f"(min {shown_score(min(summary.scores)):.2f}, "
+            f"max {shown_score(max(summary.scores)):.2f}, each clipped)"
         )
     mean = summary.mean_iterations_to_satisfied
     lines.append(f"Mean iterations to satisfied: {'n/a' if mean is None else f'{mean:.2f}'}")
@@ -287,7 +317,7 @@ def format_summary(summary: BatchSummary) -> str:
                 for n, count in summary.iterations_to_satisfied.items()
             )
         )
-    lines.append("Per-criterion pass rates:")
+    lines.append(f"{summary.pass_rate_rule}:")
     if not summary.criterion_pass_rates:
         lines.append("  (no graded criteria)")
     for row in summary.criterion_pass_rates:

@@ -11,6 +11,7 @@ import click
 from rubric_core.cli.common import CONTEXT, BadInput, open_store
 from rubric_core.cli.options import db_option, rate_limit_options
 from rubric_core.errors import InputError
+from rubric_core.schema import CHECKS_GRADER
 
 if TYPE_CHECKING:
     from rubric_core.providers.ratelimit import RateLimit
@@ -27,8 +28,12 @@ _json = click.option("--json", "as_json", is_flag=True, help="Print the result a
 _grader = click.option(
     "--grader",
     "grader_model",
-    required=True,
-    help="Grader model: provider:model-id, or replay:<scenario> (scripted, offline).",
+    default=None,
+    help=(
+        "Grader model: provider:model-id, replay:<scenario> (scripted, offline, for its own "
+        "rubric only), or 'none': code checks only, for a rubric whose every criterion has "
+        "a {check} [default: none, which such a rubric needs; any other rubric needs a grader]."
+    ),
 )
 _samples = click.option(
     "--samples", type=int, default=1, show_default=True, help="Gradings per pass (a panel of k)."
@@ -57,28 +62,40 @@ def _run(job: Any) -> Any:
 @_tool
 @click.option("--concurrency", type=int, default=4, show_default=True, help="Passes at once.")
 @rate_limit_options
+@click.option(
+    "--resume",
+    "resume_batch",
+    default=None,
+    metavar="BATCH",
+    help="Continue an interrupted grade of the same file: rows whose run ended are skipped.",
+)
 @_json
 @db_option
 def grade(
     input_file: Path,
     rubric: str,
-    grader_model: str,
+    grader_model: str | None,
     samples: int,
     tools: tuple[str, ...],
     concurrency: int,
     rate_limit: RateLimit | None,
+    resume_batch: str | None,
     as_json: bool,
     db: str | None,
 ) -> None:
     """Grade existing outputs, no agent: one graded run per `input` + `output` row.
 
     A `labels` column (JSON: criterion to true/false) is stored as human labels, with the
-    file's name as reviewer.
+    file's name as reviewer, in the transaction of the row's pass. An interrupted grade
+    (killed, or its store lost) is continued with `--resume BATCH` (the batch id it printed
+    or `runs --batch` shows): rows whose run ended are skipped, the others graded.
 
     \b
     Example:
         python -m rubric_core grade --input-file outputs.csv --rubric essay@2 \\
             --grader openai:gpt-4.1-mini
+        python -m rubric_core grade --input-file outputs.csv --rubric essay@2 \\
+            --grader openai:gpt-4.1-mini --resume graded-3f2a9c0d1e4b5a6f
     """
     from rubric_core.workbench.grade import grade_file
 
@@ -89,21 +106,31 @@ def grade(
                 store,
                 str(input_file),
                 rubric=rubric,
-                grader_model=grader_model,
+                grader_model=grader_model or CHECKS_GRADER,
                 samples=samples,
                 grader_tools=list(tools),
                 max_concurrency=concurrency,
                 rate_limit=rate_limit,
+                batch_id=resume_batch,
+                resume=resume_batch is not None,
             )
         )
     finally:
         store.close()
+    from rubric_core.cli.common import describe_status
+    from rubric_core.schema import GRADED_KIND
+
     results = ", ".join(f"{n} {r}" for r, n in sorted(summary["by_result"].items()))
+    meanings = "".join(
+        f"\n  {r}: {describe_status(r, GRADED_KIND)}" for r in sorted(summary["by_result"])
+    )
     _echo(
         summary,
         as_json,
         f"Graded {len(summary['run_ids'])} outputs ({results}) as batch {summary['batch_id']}; "
-        f"{summary['labelled']} labels stored.",
+        f"{summary['labelled']} labels stored."
+        + (f" {summary['skipped']} rows had been graded before." if summary["skipped"] else "")
+        + meanings,
     )
 
 
@@ -116,7 +143,20 @@ def grade(
 @click.option("--status", default=None, help="Only runs with this status.")
 @click.option("--model", default=None, help="Only runs whose agent or grader is this model.")
 @click.option("--rubric-version", type=int, default=None, help="Grade against this version number.")
-@_grader
+@click.option(
+    "--grader",
+    "grader_model",
+    default=None,
+    help="Grader model: provider:model-id, or replay:<scenario> (scripted, offline).",
+)
+@click.option(
+    "--resume",
+    "resume_id",
+    type=int,
+    default=None,
+    metavar="EXPERIMENT",
+    help="Continue an interrupted or stopped experiment: its settings, its gradings kept.",
+)
 @click.option(
     "--grader-prompt",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -140,7 +180,8 @@ def regrade(
     status: str | None,
     model: str | None,
     rubric_version: int | None,
-    grader_model: str,
+    grader_model: str | None,
+    resume_id: int | None,
     grader_prompt: Path | None,
     samples: int,
     tools: tuple[str, ...],
@@ -154,21 +195,32 @@ def regrade(
     """Re-grade stored drafts with another rubric version, grader, prompt, tools or samples.
 
     No agent runs. The verdicts are stored as an experiment; the source runs are unchanged.
-    With --samples 2 or more, each criterion's flip rate is reported.
+    With --samples 2 or more, each criterion's flip rate is reported. An experiment whose
+    process went away is marked interrupted; `--resume EXPERIMENT` continues it with its
+    own selection and settings, keeping the gradings it stored.
 
     \b
     Example:
         python -m rubric_core regrade --batch batch-1a2b --rubric-version 3 \\
             --grader openai:gpt-4.1 --samples 3
+        python -m rubric_core regrade --resume 4
     """
     from rubric_core.cli.common import read_text
     from rubric_core.store import RunFilters
     from rubric_core.workbench.regrade import regrade as run_regrade
+    from rubric_core.workbench.regrade import resume_regrade
 
+    if resume_id is None and grader_model is None:
+        raise BadInput("--grader is required (or --resume EXPERIMENT)")
     store = open_store(db)
     try:
 
         def job() -> Any:
+            if resume_id is not None:
+                return resume_regrade(
+                    store, resume_id, max_concurrency=concurrency, rate_limit=rate_limit
+                )
+            assert grader_model is not None
             filters = None
             if rubric_name or status or model:
                 filters = RunFilters(rubric=rubric_name, status=status, model=model)
@@ -192,7 +244,7 @@ def regrade(
                 batch_id=batch_id,
                 filters=filters,
                 rubric_version_id=version_id,
-                grader_model=grader_model,
+                grader_model=grader_model or CHECKS_GRADER,
                 grader_system_prompt=read_text(grader_prompt, "--grader-prompt")
                 if grader_prompt
                 else None,
@@ -254,6 +306,12 @@ def label(input_file: Path, reviewer: str | None, db: str | None) -> None:
 @click.option("--against-labels", is_flag=True, help="Against the human labels (the default).")
 @click.option("--batch", "batch_id", default=None, help="Only runs of this batch.")
 @click.option("--rubric", "rubric_name", default=None, help="Only runs of this rubric.")
+@click.option(
+    "--pooled",
+    is_flag=True,
+    help="One figure over every rubric's labels together (labelled as pooled), instead of "
+    "one report per rubric.",
+)
 @_json
 @db_option
 def agreement(
@@ -262,32 +320,49 @@ def agreement(
     against_labels: bool,
     batch_id: str | None,
     rubric_name: str | None,
+    pooled: bool,
     as_json: bool,
     db: str | None,
 ) -> None:
     """How far the judge (or an experiment) agrees with the human labels, or with another experiment.
 
     Per criterion and overall: labelled items, percent agreement, Cohen's kappa
-    (scikit-learn), and the confusion counts with the judge as predictor.
+    (scikit-learn), and the confusion counts with the judge as predictor. Without
+    --rubric (or --experiment), one report per rubric that has labels: rubrics judge
+    different criteria, so a figure across them comes only with --pooled.
 
     \b
     Example:
         python -m rubric_core agreement --json
+        python -m rubric_core agreement --rubric essay
         python -m rubric_core agreement --experiment 3 --against-labels
         python -m rubric_core agreement --experiment 3 --against 4 --json
     """
     from rubric_core.store import RunFilters
-    from rubric_core.workbench.agreement import agreement_between, agreement_with_labels
+    from rubric_core.workbench.agreement import (
+        agreement_between,
+        agreement_by_rubric,
+        agreement_with_labels,
+        unfinished_experiments,
+    )
 
     if against is not None and against_labels:
         raise BadInput("give --against B or --against-labels, not both")
     if against is not None and experiment_id is None:
         raise BadInput("--against needs --experiment A")
+    if pooled and (rubric_name or experiment_id is not None):
+        raise BadInput("--pooled pools every rubric's labels; drop --rubric and --experiment")
+    per_rubric = rubric_name is None and experiment_id is None and not pooled
     store = open_store(db)
     try:
         if against is not None:
             assert experiment_id is not None
-            report = _run(lambda: agreement_between(store, experiment_id, against))
+            report: Any = _run(lambda: agreement_between(store, experiment_id, against))
+        elif per_rubric:
+            report = {
+                "scope": "per_rubric",
+                "rubrics": _run(lambda: agreement_by_rubric(store, batch_id=batch_id)),
+            }
         else:
             filters = RunFilters(rubric=rubric_name) if rubric_name else None
             report = _run(
@@ -295,15 +370,41 @@ def agreement(
                     store, batch_id=batch_id, filters=filters, experiment_id=experiment_id
                 )
             )
+            if pooled:
+                names = [
+                    r["name"]
+                    for r in store.list_rubrics()
+                    if store.labelled_pass_ids(
+                        batch_id=batch_id, filters=RunFilters(rubric=r["name"]), fully=False
+                    )
+                ]
+                report = {"scope": "pooled", "pooled_rubrics": names, **report}
+        unfinished = _run(lambda: unfinished_experiments(store, experiment_id, against))
     finally:
         store.close()
     if as_json:
-        click.echo(json.dumps(report, default=str))
+        click.echo(json.dumps({**report, "unfinished": unfinished}, default=str))
         return
-    overall = report["overall"]
-    lines = [_figures("overall", overall)]
-    lines += [_figures(c["name"], c) for c in report["criteria"]]
+    notes = [f"Note: {u['note']}." for u in unfinished]
+    if per_rubric and against is None:
+        blocks = [
+            "\n".join([f"rubric {r['rubric']}:", *_report_lines(r, indent="  ")])
+            for r in report["rubrics"]
+        ]
+        click.echo("\n\n".join([*notes, *blocks]))
+        return
+    lines = _report_lines(report)
+    if pooled:
+        lines[0] = "pooled over every rubric (" + ", ".join(report["pooled_rubrics"]) + "): "
+        lines[0] += _figures("overall", report["overall"])
+    lines = [*notes, *lines]
     click.echo("\n".join(lines))
+
+
+def _report_lines(report: Any, *, indent: str = "") -> list[str]:
+    lines = [_figures("overall", report["overall"])]
+    lines += [_figures(c["name"], c) for c in report["criteria"]]
+    return [indent + line for line in lines]
 
 
 def _figures(name: str, row: Any) -> str:

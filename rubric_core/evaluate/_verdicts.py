@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Mapping
-from typing import NotRequired, TypeAlias, TypedDict
+from typing import TypeAlias
 
 from rubric_core.evaluate._errors import EvaluationError
+from rubric_core.schema import CriterionVerdict, verdict_problem
 
 ItemId: TypeAlias = Hashable
 """What identifies a graded item: a run id, an evaluation id, a dataset row... (JSON-able)."""
@@ -14,22 +15,10 @@ Value: TypeAlias = bool | None
 """One criterion's verdict reduced to a value: `True` pass, `False` fail, `None` insufficient."""
 
 
-class Verdict(TypedDict):
-    """One criterion's verdict as a grader (or a judge of a panel) states it."""
-
-    name: str
-    """The criterion, as the rubric states it."""
-
-    passed: bool
-    """Whether the work meets it; `False` when `insufficient`."""
-
-    gap: NotRequired[str | None]
-    """On a criterion that did not pass: what is missing or wrong (or, when
-    insufficient, what the grader could not see)."""
-
-    insufficient: NotRequired[bool]
-    """`True` when the grader could not verify the criterion from what it was shown.
-    Not a pass, and not a judged failure either."""
+Verdict: TypeAlias = CriterionVerdict
+"""One criterion's verdict as a grader (or a judge of a panel) states it: the core's one
+verdict type, `schema.CriterionVerdict` (`name`, `passed`, `gap` on a failure,
+`insufficient` when the grader could not verify it)."""
 
 
 def as_value(value: object, where: str) -> Value:
@@ -55,10 +44,12 @@ def verdict_value(verdict: Mapping[str, object], where: str = "verdict") -> Valu
         msg = f"{where}: every verdict needs a non-empty 'name', got {name!r}"
         raise EvaluationError(msg)
     passed = as_value(verdict.get("passed"), f"{where} {name!r}")
-    if verdict.get("insufficient"):
-        if passed:
-            msg = f"{where} {name!r}: says both passed and insufficient evidence; pick one"
-            raise EvaluationError(msg)
+    insufficient = bool(verdict.get("insufficient"))
+    problem = verdict_problem(name, passed, insufficient=insufficient, require_gap=False)
+    if problem is not None:  # the verdict rules, as the judge's verdict is held to them
+        msg = f"{where}: {problem}"
+        raise EvaluationError(msg)
+    if insufficient:
         return None
     if passed is None:
         msg = f"{where} {name!r}: 'passed' is missing; say true or false (or insufficient)"

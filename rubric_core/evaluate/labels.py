@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypedDict
 
+from rubric_core.cells import neutralise_cell
 from rubric_core.evaluate._errors import EvaluationError, LabelError
+from rubric_core.tables import TableError, csv_rows, decode_table, no_extra_cells
 
 LABEL_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -29,6 +29,9 @@ PASS_WORDS: frozenset[str] = frozenset({"true", "1", "yes", "pass"})
 
 FAIL_WORDS: frozenset[str] = frozenset({"false", "0", "no", "fail"})
 """`human_passed` cells read as a fail."""
+
+_FIELD_CHARS = 131_072
+"""Longest cell of a labels file (the csv module's default limit)."""
 
 _FORMULA_CHARS = frozenset("=+-@\t\r")
 _REQUIRED = ("criterion", "human_passed")
@@ -94,6 +97,8 @@ def _key(name: str) -> str:
 
 def _plain(cell: str) -> str:
     """Undo the export's spreadsheet-formula guard: `'=x` back to `=x`."""
+    if cell[:1] == "'" and neutralise_cell(cell[1:]) == cell:
+        cell = cell[1:]  # exactly what `cells.neutralise_cell` added
     cell = cell.strip()
     if cell[:1] == "'" and cell[1:2] in _FORMULA_CHARS:
         cell = cell[1:].strip()
@@ -172,6 +177,21 @@ def _label(
     }
 
 
+def decode_labels(data: bytes, *, source: str = "labels") -> str:
+    """The text of a labels file's bytes, by the dataset reader's rules: UTF-8 (with or
+    without a byte-order mark), or UTF-16 / UTF-32 with one; anything else is a
+    `LabelError` naming the offset and line.
+
+    Examples:
+        >>> decode_labels("run_id\\n".encode("utf-16"))
+        'run_id\\n'
+    """
+    try:
+        return decode_table(source, data)
+    except TableError as exc:
+        raise LabelError(str(exc)) from exc
+
+
 def parse_labels_csv(
     text: str | Iterable[str], *, source: str = "labels", reviewer: str | None = None
 ) -> list[LabelRow]:
@@ -182,8 +202,11 @@ def parse_labels_csv(
     `grading_run_id` and `iteration`), the `criterion` and `human_passed`. A row with an
     empty `human_passed` is not a label and is skipped, so a criteria export with the
     `human_passed` column filled in only where reviewed imports as it is. The export's
-    guard against spreadsheet formulas (`'=...`) is undone. Nothing is checked against the
-    store here: whether the runs and criteria exist is the importer's business.
+    guard against spreadsheet formulas (`'=...`) is undone. The CSV is read by the dataset
+    reader's rules (`rubric_core.tables`): strictly, so a quote never closed or a stray
+    quote is an error naming its line, and a row with a non-empty cell past the header's
+    is one too. Nothing is checked against the store here: whether the runs and criteria
+    exist is the importer's business.
 
     Args:
         text: The file's text (or its lines).
@@ -214,41 +237,46 @@ def parse_labels_csv(
         ...     print(exc)
         labels: row 2, column 'human_passed': 'maybe' is not a verdict; use true/false, 1/0, yes/no or pass/fail
     """
-    lines = io.StringIO(text, newline="") if isinstance(text, str) else text
-    reader = csv.reader(lines)
+    whole = text if isinstance(text, str) else "".join(text)
+    try:
+        records = csv_rows(source, whole, field_chars=_FIELD_CHARS)
+    except TableError as exc:
+        raise LabelError(str(exc)) from exc
     labels: list[LabelRow] = []
     first: dict[tuple[object, ...], int] = {}
     columns: dict[str, int] | None = None
+    width = 0
     row = 0
-    try:
-        for cells in reader:
-            row += 1
-            if not any(cell.strip() for cell in cells):
-                continue  # blank lines before the header or between rows
-            if columns is None:
-                columns = _header(cells, source, row)
-                continue
-            label = _label(cells, columns, row, source, reviewer)
-            if label is None:
-                continue
-            key = (
-                label["evaluation_id"],
-                label["run_id"],
-                label["grading_run_id"],
-                label["iteration"],
-                _key(label["criterion"]),
+    for line, cells in records:
+        row += 1
+        if not any(cell.strip() for cell in cells):
+            continue  # blank lines before the header or between rows
+        if columns is None:
+            columns = _header(cells, source, row)
+            width = len(cells)
+            continue
+        try:
+            no_extra_cells(source, line, cells, width)
+        except TableError as exc:
+            raise LabelError(str(exc), row=row) from exc
+        label = _label(cells, columns, row, source, reviewer)
+        if label is None:
+            continue
+        key = (
+            label["evaluation_id"],
+            label["run_id"],
+            label["grading_run_id"],
+            label["iteration"],
+            _key(label["criterion"]),
+        )
+        if key in first:
+            msg = (
+                f"{source}: row {row}: labels criterion {label['criterion']!r} of the same "
+                f"pass again (first at row {first[key]}); keep one"
             )
-            if key in first:
-                msg = (
-                    f"{source}: row {row}: labels criterion {label['criterion']!r} of the same "
-                    f"pass again (first at row {first[key]}); keep one"
-                )
-                raise LabelError(msg, row=row, column="criterion")
-            first[key] = row
-            labels.append(label)
-    except csv.Error as exc:
-        msg = f"{source}: line {reader.line_num} is not valid CSV: {exc}"
-        raise LabelError(msg, row=row or None) from exc
+            raise LabelError(msg, row=row, column="criterion")
+        first[key] = row
+        labels.append(label)
     if columns is None:
         msg = (
             f"{source}: is empty; expected a header row with criterion, human_passed and "

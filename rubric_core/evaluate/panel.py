@@ -8,6 +8,7 @@ from typing import Literal, NotRequired, TypedDict
 
 from rubric_core.evaluate._errors import EvaluationError
 from rubric_core.evaluate._verdicts import Value, iter_verdicts
+from rubric_core.schema import pass_result
 
 
 class JudgeVote(TypedDict):
@@ -224,7 +225,7 @@ def combine_panel(
         + (f"; the judges split on {split}." if split else ".")
     )
     return {
-        "result": "satisfied" if passed == len(combined) else "needs_revision",
+        "result": pass_result(combined),
         "criteria": combined,
         "judges": names,
         "explanation": explanation,

@@ -19,6 +19,7 @@ from rubric_core.export.columns import (
 from rubric_core.export.rows import iter_rows
 from rubric_core.export.streams import csv_chunks, csv_text, jsonl_chunks, jsonl_text
 from rubric_core.export.training import TRAINING_FORMATS, TrainingOptions, write_training
+from rubric_core.outputs import open_output
 
 if TYPE_CHECKING:
     from rubric_core.store import RunFilters, Store
@@ -105,8 +106,10 @@ def export_file(
     `rubric_core.export.training`; `dataset` is then not used), written as JSON Lines, or
     as Parquet when the path ends in `.parquet`.
 
-    The file is written next to its destination and renamed into place, so a
-    failed export never leaves half a file behind.
+    A regular file (or a symlink to one: its target) is written next to its destination
+    and renamed into place, so a failed export never leaves half a file behind; `-` is
+    standard output, and a device, FIFO or socket is written in place
+    (`rubric_core.outputs`).
 
     Returns:
         The number of data rows written.
@@ -117,18 +120,13 @@ def export_file(
         msg = f"{fmt} exports are CSV or JSON Lines; Parquet is for sft, preference, trajectories"
         raise ExportError(msg)
     chosen = check_request(dataset, filters, filter_args)
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        with partial.open("wb") as fp:
-            if fmt in TRAINING_FORMATS:
-                count = write_training(store, fp, fmt, chosen, training, parquet=is_parquet(path))
-            elif fmt == "csv":
-                count = write_csv(store, fp, dataset, bom=bom, filters=chosen)
-            else:
-                count = write_jsonl(store, fp, dataset, filters=chosen)
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
+    with open_output(path, binary=True) as fp:
+        if fmt in TRAINING_FORMATS:
+            count = write_training(store, fp, fmt, chosen, training, parquet=is_parquet(path))
+        elif fmt == "csv":
+            count = write_csv(store, fp, dataset, bom=bom, filters=chosen)
+        else:
+            count = write_jsonl(store, fp, dataset, filters=chosen)
     return count
 
 

@@ -20,7 +20,7 @@ __all__ = [
     "Label",
     "PassRow",
     "StoredPass",
-    "Verdict",
+    "VerdictRow",
     "criteria_row",
     "iter_rows",
     "read_passes",
@@ -67,11 +67,11 @@ def _bool(value: Any) -> bool | None:
 
 PassRow = tuple[Any, ...]
 """A pass row of `Store.criteria_export_streams`: the run and pass cells, `evaluation_id` at index 16."""
-Verdict = tuple[Any, ...]
+VerdictRow = tuple[Any, ...]
 """A verdict row of `Store.criteria_export_streams`: `evaluation_id` first, then the verdict."""
 Label = tuple[Any, Any, Any]
 """A human label's `human_passed`, `reviewer` and `note`."""
-_NO_VERDICT: Verdict = (None,) * 7
+_NO_VERDICT: VerdictRow = (None,) * 7
 """The verdict cells of a pass that has none (a `grader_error` pass)."""
 _NO_LABEL: Label = (None, None, None)
 
@@ -80,7 +80,7 @@ class StoredPass(NamedTuple):
     """One pass of the `criteria` dataset: its row, its verdicts, its labels."""
 
     row: PassRow
-    verdicts: list[Verdict]
+    verdicts: list[VerdictRow]
     labels: dict[str, Label]
     """The pass's human labels by criterion (the labels table's key), mostly empty."""
 
@@ -114,7 +114,7 @@ def read_passes(
             for batch in passes:
                 for row in batch:
                     evaluation_id = row[16]
-                    rows: list[Verdict] = []
+                    rows: list[VerdictRow] = []
                     marks: dict[str, Label] = {}
                     if verdict[0] == evaluation_id:
                         rows = list(verdict[1])
@@ -132,7 +132,7 @@ def read_passes(
                 cursor.close()  # every cursor closed before the snapshot ends
 
 
-def criteria_row(row: PassRow, verdict: Verdict, label: Label) -> tuple[Any, ...]:
+def criteria_row(row: PassRow, verdict: VerdictRow, label: Label) -> tuple[Any, ...]:
     """The values of one `criteria` row, in `EXPORT_COLUMNS` order (as stored)."""
     return (
         *row[0:10],

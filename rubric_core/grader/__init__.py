@@ -19,6 +19,12 @@ from __future__ import annotations
 
 from rubric_core.grader.align import align_criteria
 from rubric_core.grader.budget import GraderLimitError, GraderLimits
+from rubric_core.grader.checked import (
+    NoGraderError,
+    checks_only_problem,
+    judged_names,
+    require_checks_only,
+)
 from rubric_core.grader.panel import Panel, judge_name, outcome_from_verdicts
 from rubric_core.grader.prompt import GRADER_SYSTEM_PROMPT, build_payload
 from rubric_core.grader.retry import RetryPolicy, describe_exception, http_status, is_transient
@@ -34,14 +40,18 @@ __all__ = [
     "GraderOutcome",
     "GraderOutputError",
     "GraderUsage",
+    "NoGraderError",
     "Panel",
     "RetryPolicy",
     "align_criteria",
     "build_payload",
+    "checks_only_problem",
     "describe_exception",
     "http_status",
     "is_transient",
     "judge_name",
+    "judged_names",
     "outcome_from_verdicts",
     "render_transcript",
+    "require_checks_only",
 ]

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rubric_core.errors import InputError
 from rubric_core.grader.subagent import GraderOutcome
-from rubric_core.schema import Criterion, GraderResponse
+from rubric_core.rubric import parse_criteria
+from rubric_core.schema import Criterion, GraderResponse, pass_result
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -20,7 +22,18 @@ if TYPE_CHECKING:
     from rubric_core.rubric import CriterionSpec
     from rubric_core.schema import CriterionVerdict, GraderVerdict
 
-__all__ = ["checks_only_outcome", "judged_names", "merge_outcome"]
+__all__ = [
+    "NoGraderError",
+    "checks_only_outcome",
+    "checks_only_problem",
+    "judged_names",
+    "merge_outcome",
+    "require_checks_only",
+]
+
+
+class NoGraderError(InputError):
+    """No grader was given for a rubric that has a criterion no code check decides."""
 
 
 def judged_names(criteria: Sequence[CriterionSpec]) -> list[str]:
@@ -34,6 +47,42 @@ def judged_names(criteria: Sequence[CriterionSpec]) -> list[str]:
     return [criterion.name for criterion in criteria if criterion.check is None]
 
 
+def checks_only_problem(
+    criteria: str | Sequence[CriterionSpec], *, rubric: str = "this rubric"
+) -> str | None:
+    """Why `criteria` cannot be graded without a grader (code checks only), or `None`.
+
+    The one rule every front door applies (`RubricMiddleware(model=None)`, the CLI's
+    `--grader none`, the pages' "no grader: checks only"): every criterion needs a code
+    check; the message names those that have none.
+
+    Examples:
+        >>> checks_only_problem("- Three lines {lines == 3}") is None
+        True
+        >>> checks_only_problem("- Mentions rain\\n- Three lines {lines == 3}", rubric="haiku v1")
+        "haiku v1 needs a grader model: no code check decides 'Mentions rain' (give a grader, or add a {check} such as {lines == 3} to it)"
+    """
+    specs = parse_criteria(criteria) if isinstance(criteria, str) else criteria
+    judged = judged_names(specs)
+    if not judged:
+        return None
+    names = ", ".join(repr(name) for name in judged)
+    return (
+        f"{rubric} needs a grader model: no code check decides {names} (give a grader, or "
+        "add a {check} such as {lines == 3} to "
+        f"{'it' if len(judged) == 1 else 'each'})"
+    )
+
+
+def require_checks_only(
+    criteria: str | Sequence[CriterionSpec], *, rubric: str = "this rubric"
+) -> None:
+    """Raise `NoGraderError` (an `InputError`) with `checks_only_problem`'s message, if any."""
+    problem = checks_only_problem(criteria, rubric=rubric)
+    if problem is not None:
+        raise NoGraderError(problem)
+
+
 def _explain(verdicts: Sequence[CriterionVerdict]) -> str:
     failing = [v["name"] for v in verdicts if not v["passed"]]
     if not failing:
@@ -42,7 +91,7 @@ def _explain(verdicts: Sequence[CriterionVerdict]) -> str:
 
 
 def _response(verdicts: Sequence[CriterionVerdict], explanation: str) -> GraderResponse:
-    result: GraderVerdict = "satisfied" if all(v["passed"] for v in verdicts) else "needs_revision"
+    result: GraderVerdict = pass_result(verdicts)
     return GraderResponse(
         criteria=[
             Criterion(
@@ -88,7 +137,7 @@ def merge_outcome(
     """
     if not checked:
         return judged
-    by_name = {v["name"]: v for v in judged.criteria}
+    by_name = {v["name"]: v for v in judged.criteria if v["name"] not in checked}
     merged: list[CriterionVerdict] = []
     for criterion in criteria:
         verdict = checked.get(criterion.name) or by_name.pop(criterion.name, None)
@@ -97,7 +146,7 @@ def merge_outcome(
     merged.extend(by_name.values())
     response = judged.response
     if response.result != "failed":
-        result = "satisfied" if all(v["passed"] for v in merged) else "needs_revision"
+        result = pass_result(merged)
         response = response.model_copy(update={"result": result})
     explanation = judged.explanation
     failed_checks = [v for v in checked.values() if not v["passed"]]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rubric_core.evaluate import combine_panel
 from rubric_core.grader.align import align_criteria
 from rubric_core.grader.subagent import Grader, GraderOutcome
-from rubric_core.schema import GraderResponse
+from rubric_core.schema import GraderResponse, pass_result
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -191,7 +191,7 @@ def outcome_from_verdicts(
             "criteria": [dict(v) for v in verdicts],
             "explanation": explanation.strip()
             or f"{passed} of {len(criteria)} criteria passed (graded by a person).",
-            "result": "satisfied" if verdicts and passed == len(verdicts) else "needs_revision",
+            "result": pass_result(verdicts),
         }
     )
     aligned, missing = align_criteria(criteria, response)

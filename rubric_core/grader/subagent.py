@@ -25,6 +25,7 @@ from rubric_core.grader.budget import (
     active_budget,
     spending,
 )
+from rubric_core.grader.logs import log_prefix
 from rubric_core.grader.prompt import (
     GRADER_SYSTEM_PROMPT,
     coverage_correction,
@@ -41,7 +42,16 @@ from rubric_core.providers.registry import (
     provider_of,
     wants_cache_markers,
 )
-from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE, GraderResponse
+from rubric_core.schema import (
+    MAX_EXPLANATION_CHARS,
+    MAX_GAP_CHARS,
+    MAX_LISTED_NAMES,
+    RUBRIC_GRADER_MESSAGE_SOURCE,
+    GraderResponse,
+    cut_text,
+    pass_result,
+    quoted,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -96,6 +106,15 @@ class GraderOutcome:
 
     judges: list[JudgeRecord] | None = None
     """Only from a `Panel`: every judge's own verdict, kept on the pass's record."""
+
+    def __post_init__(self) -> None:
+        """The explanation and each gap cut to `MAX_EXPLANATION_CHARS` / `MAX_GAP_CHARS`,
+        the cut marked: a grader's text is kept (and fed back) only up to the limits."""
+        self.explanation = cut_text(self.explanation, MAX_EXPLANATION_CHARS)
+        for verdict in self.criteria:
+            gap = verdict.get("gap")
+            if isinstance(gap, str):
+                verdict["gap"] = cut_text(gap, MAX_GAP_CHARS)
 
 
 def check_corrections(messages: Sequence[BaseMessage], limit: int) -> None:
@@ -178,7 +197,7 @@ def _finish(
         verdicts = [*verdicts, *skipped]
         note = f"The grader skipped {len(missing)} criterion(s) twice; they count as failing."
         if response.result == "satisfied":
-            response = response.model_copy(update={"result": "needs_revision"})
+            response = response.model_copy(update={"result": pass_result(verdicts)})
         explanation = f"{explanation} ({note})" if explanation else note
     return GraderOutcome(response=response, criteria=verdicts, explanation=explanation)
 
@@ -187,7 +206,9 @@ def _conclude(criteria: Sequence[str], response: GraderResponse) -> GraderOutcom
     outcome = _finish(response, *_check(criteria, response))
     invented = unmatched_entries(criteria, response)
     if invented:
-        listed = ", ".join(repr(name) for name in invented)
+        listed = ", ".join(quoted(name) for name in invented[:MAX_LISTED_NAMES])
+        if len(invented) > MAX_LISTED_NAMES:
+            listed += f", and {len(invented) - MAX_LISTED_NAMES:,} more"
         note = (
             f"The verdict also named criteria the rubric does not have ({listed}); they were "
             "not kept"
@@ -197,7 +218,8 @@ def _conclude(criteria: Sequence[str], response: GraderResponse) -> GraderOutcom
                 else "."
             )
         )
-        outcome.explanation = f"{outcome.explanation} ({note})" if outcome.explanation else note
+        explained = f"{outcome.explanation} ({note})" if outcome.explanation else note
+        outcome.explanation = cut_text(explained, MAX_EXPLANATION_CHARS)
     return outcome
 
 
@@ -214,7 +236,7 @@ def _coverage_problem(
         return None
     if not missing:
         return None
-    logger.warning("grader skipped criteria on pass %d; asking again", iteration)
+    logger.warning("%sgrader skipped criteria on pass %d; asking again", log_prefix(), iteration)
     return coverage_correction(missing)
 
 
@@ -234,7 +256,7 @@ def _keeping_the_first_verdict() -> Iterator[None]:
     except GraphBubbleUp:
         raise
     except Exception:
-        logger.exception("coverage retry failed; keeping the first verdict")
+        logger.exception("%scoverage retry failed; keeping the first verdict", log_prefix())
 
 
 class _Attempt:
@@ -273,7 +295,8 @@ class _Attempt:
         # Raises (chained to `exc`) when no time is left for the wait and another call.
         delay = self._budget.retry_delay(delay, describe_exception(exc))
         logger.warning(
-            "transient grader failure (%s); retry %d in %.2fs",
+            "%stransient grader failure (%s); retry %d in %.2fs",
+            log_prefix(),
             describe_exception(exc),
             self.index + 1,
             delay,

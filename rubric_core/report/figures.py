@@ -165,7 +165,7 @@ def batch_figures(store: Store, batch_id: str, *, with_items: bool = True) -> Fi
         mean_score=summary.mean_score,
         mean_iterations_to_satisfied=summary.mean_iterations_to_satisfied,
         iterations_to_satisfied=dict(summary.iterations_to_satisfied),
-        criterion_rates=list(store.criterion_pass_rates(batch_id=batch_id, final_only=True)),
+        criterion_rates=list(summary.criterion_pass_rates),  # PASS_RATE_RULE
         final_pass_rule=BATCH_FINAL_PASS_RULE,
         agreement=agreement,
         agreement_note=note,

@@ -36,7 +36,7 @@ from rubric_core.runs.spec import (
     spec_from_run,
     validate_concurrency,
 )
-from rubric_core.runs.validate import validate_spec
+from rubric_core.runs.validate import grader_problem, validate_spec
 from rubric_core.schema import AGENT_KINDS, MAX_CONCURRENCY, MAX_ITERATIONS_LIMIT
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "build_agent",
     "check_input",
     "checkpoint_path",
+    "grader_problem",
     "resume_run",
     "run_once",
     "spec_from_run",

@@ -9,8 +9,9 @@ from langchain.agents.middleware import AgentMiddleware
 
 from rubric_core.errors import RubricStudioError
 from rubric_core.extras import require
-from rubric_core.model_check import CheckBeforeModelCall
-from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation
+from rubric_core.grader.logs import RUN_CONFIG_KEY
+from rubric_core.middleware import RubricMiddleware
+from rubric_core.schema import MAX_ITERATIONS_LIMIT, RubricEvaluation, is_checks_only_grader
 
 if TYPE_CHECKING:
     import threading
@@ -43,15 +44,19 @@ _RECURSION_STEPS_PER_PASS = 100
 """Graph steps allowed per grading pass (tool-calling agents take many steps per draft)."""
 
 
-def run_config(thread_id: str) -> RunnableConfig:
-    """The LangGraph config a run's agent is invoked (and its state read) with.
+def run_config(thread_id: str, run_id: int | None = None) -> RunnableConfig:
+    """The LangGraph config a run's agent is invoked (and its state read) with; `run_id`
+    (the stored run) names the run in the loop's log lines (`grader.logs`).
 
     Examples:
         >>> run_config("run-1")
         {'configurable': {'thread_id': 'run-1'}, 'recursion_limit': 2000}
     """
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if run_id is not None:
+        configurable[RUN_CONFIG_KEY] = run_id
     return {
-        "configurable": {"thread_id": thread_id},
+        "configurable": configurable,
         "recursion_limit": _RECURSION_STEPS_PER_PASS * MAX_ITERATIONS_LIMIT,
     }
 
@@ -60,21 +65,34 @@ class StopRun(RubricStudioError):
     """Raised inside the agent loop when a run was asked to stop (`RunHandle.stop()`)."""
 
 
-class _StopMiddleware(CheckBeforeModelCall):
-    """Raises `StopRun` before the agent's next model call once a stop was requested."""
+class _StoppableRubricMiddleware(RubricMiddleware):
+    """`RubricMiddleware` that also raises `StopRun` before the agent's next model call
+    once a stop was requested.
 
-    def __init__(self, stopped: Callable[[], bool]) -> None:
-        super().__init__()
+    One middleware rather than a stop middleware beside the grader: LangChain wraps every
+    middleware's `wrap_model_call` in a tracing span of its own, so each one more costs
+    every model call of every run. The stop is checked first, then the rubric. Its name
+    stays `RubricMiddleware`, the name of its graph node (`RubricMiddleware.after_agent`)
+    in checkpoints written before it existed.
+    """
+
+    def __init__(self, stopped: Callable[[], bool], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self._stopped = stopped
+
+    @property
+    def name(self) -> str:
+        return RubricMiddleware.__name__
 
     def check(self, request: ModelRequest[Any]) -> None:
         if self._stopped():
             msg = "stopped on request"
             raise StopRun(msg)
+        super().check(request)
 
 
-def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel]:
-    """Fresh agent and grader model instances for one run.
+def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel | None]:
+    """Fresh agent and grader model instances for one run; no grader for `checks`.
 
     Fresh, because a replay model's script position belongs to its instance.
     """
@@ -83,6 +101,8 @@ def resolve_models(spec: RunSpec) -> tuple[BaseChatModel, BaseChatModel]:
     agent = resolve_model(
         spec.agent_model, role="agent", base_url=spec.base_url, api_key=spec.api_key
     )
+    if is_checks_only_grader(spec.grader_model):
+        return agent, None  # code checks decide every criterion (validate_spec made sure)
     grader = resolve_model(
         spec.grader_model, role="grader", base_url=spec.base_url, api_key=spec.api_key
     )
@@ -118,27 +138,29 @@ def build_agent(
         >>> agent = build_agent(spec, agent_llm=agent_model, grader_llm=grader_model)  # doctest: +SKIP
         >>> agent.invoke({"messages": [("user", spec.input)], "rubric": rubric})  # doctest: +SKIP
     """
-    from rubric_core.middleware import RubricMiddleware
     from rubric_core.tools import get_tools
 
     if agent_llm is None or grader_llm is None:
         resolved_agent, resolved_grader = resolve_models(spec)
         agent_llm = agent_llm or resolved_agent
         grader_llm = grader_llm or resolved_grader
-    grader = RubricMiddleware(
-        model=grader_llm,
-        tools=get_tools(list(spec.grader_tools)),
-        system_prompt=spec.grader_system_prompt,
-        max_iterations=spec.max_iterations,
-        on_evaluation=on_evaluation,
-        keep="best" if spec.keep == "best" else "last",
-    )
-    middleware: list[AgentMiddleware[Any, Any, Any]] = []
+    assert agent_llm is not None
+    grading: dict[str, Any] = {
+        "model": grader_llm,
+        "tools": get_tools(list(spec.grader_tools)),
+        "system_prompt": spec.grader_system_prompt,
+        "max_iterations": spec.max_iterations,
+        "on_evaluation": on_evaluation,
+        "keep": "best" if spec.keep == "best" else "last",
+    }
     if stopped is None and stop_event is not None:
         stopped = stop_event.is_set
-    if stopped is not None:
-        middleware.append(_StopMiddleware(stopped))
-    middleware.append(grader)
+    grader = (
+        RubricMiddleware(**grading)
+        if stopped is None
+        else _StoppableRubricMiddleware(stopped, **grading)
+    )
+    middleware: list[AgentMiddleware[Any, Any, Any]] = [grader]
     if spec.agent_kind == "deep":
         require("deepagents", "deepagents")
         from deepagents import create_deep_agent

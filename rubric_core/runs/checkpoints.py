@@ -33,6 +33,8 @@ _SETUP_LOCK = 0x52554252_43503131
 _SETUP_LOCK_WAIT_S = 60.0
 """How long a process waits for another one's checkpointer setup before it gives up."""
 _SETUP_LOCK_POLL_S = 0.1
+_PG_WAIT_S = 5.0
+"""Longest wait of a checkpoint read or write for a pooled connection (and to connect)."""
 _PG_POOL_SIZE = 4
 
 
@@ -72,7 +74,15 @@ def _open_postgres(url: str) -> BaseCheckpointSaver[str]:
         min_size=1,
         max_size=_PG_POOL_SIZE,
         # What PostgresSaver needs of its connections (see its from_conn_string).
-        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "connect_timeout": round(_PG_WAIT_S),
+        },
+        # A checkpoint write waits this long for a connection, not the pool's default 30 s:
+        # a lost server ends the run within the store's retry bound (`store.retry`).
+        timeout=_PG_WAIT_S,
         check=ConnectionPool.check_connection,
         name="rubric-checkpoints",
         open=False,

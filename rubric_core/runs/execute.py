@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import traceback
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,43 @@ def _agent_usage(messages: Iterable[BaseMessage]) -> tuple[int, int]:
     return tokens_in, tokens_out
 
 
+def _from_checkpointer(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) was raised inside LangGraph's checkpoint saver."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame, _ in traceback.walk_tb(current.__traceback__):
+            name = frame.f_code.co_filename.replace("\\", "/")
+            if "/langgraph/checkpoint/" in name:
+                return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _failure_text(store: Store, run_id: int, exc: BaseException) -> str:
+    """The stored error of a run the agent's invoke ended with `exc`: the exception; for a
+    fault of the run's checkpoint store (a full disk under the checkpoint file, a lost
+    server), which store it was and after which grading pass, as for the store itself."""
+    text = error_text(exc)
+    if not _from_checkpointer(exc):
+        return text
+    from rubric_core.runs.checkpoints import checkpoint_path
+    from rubric_core.store.paths import redact_url
+
+    where = redact_url(checkpoint_path(store))
+    after = "after its last stored grading pass"
+    if not store.is_postgres:  # on PostgreSQL the store is on the failed server too: no wait
+        with contextlib.suppress(Exception):
+            passes = len(store.run_evaluations(run_id))
+            after = f"after grading pass {passes}" if passes else "before the first grading pass"
+    return (
+        f"the run's checkpoint store {where} failed {after} ({text}); every pass graded "
+        f"until then is stored; fix the checkpoint store (free the disk, reach the server), "
+        f"then `resume {run_id}`"
+    )
+
+
 # --------------------------------------------------------------------------- executing
 
 
@@ -92,7 +130,7 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
     `handle.error`. Releases the run's checkpointer and marks the handle finished.
     """
     handle, agent = prepared.handle, prepared.agent
-    config = run_config(handle.thread_id)
+    config = run_config(handle.thread_id, handle.run_id)
     status: str = "error"
     error: str | None = None
     values: dict[str, Any] = {}
@@ -114,7 +152,7 @@ def execute_run(store: Store, prepared: PreparedRun) -> None:
             if handle.stop_requested and isinstance(exc.__cause__, StopRun):
                 status = "interrupted"
             else:
-                status, error = "error", error_text(exc)
+                status, error = "error", _failure_text(store, handle.run_id, exc)
                 logger.warning("run %s failed: %s", handle.run_id, error)
         if not values:
             with contextlib.suppress(Exception):

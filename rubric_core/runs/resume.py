@@ -11,6 +11,7 @@ from rubric_core.runs.prepare import assemble, continue_from_checkpoint, release
 from rubric_core.runs.recording import EvaluationListener
 from rubric_core.runs.spec import SpecError, spec_from_run
 from rubric_core.runs.validate import validate_spec
+from rubric_core.schema import GRADED_KIND
 from rubric_core.store.errors import StoreError
 
 if TYPE_CHECKING:
@@ -34,6 +35,17 @@ def _resumable_run(store: Store, run_id: int) -> dict[str, Any]:
     if run["status"] not in _RESUMABLE_STATUSES:
         raise SpecError(
             "run_id", f"run {run_id} is {run['status']!r}; only interrupted runs resume"
+        )
+    if run.get("agent_kind") == GRADED_KIND:
+        batch = run.get("batch_id")
+        how = (
+            f"`grade --input-file FILE --rubric RUBRIC --grader MODEL --resume {batch}` "
+            "with the same file"
+            if batch
+            else "grade its output again"
+        )
+        raise SpecError(
+            "run_id", f"run {run_id} is a grade-only run (no agent to resume); continue it: {how}"
         )
     if not run.get("thread_id"):
         raise SpecError("run_id", f"run {run_id} has no checkpoint thread to resume")

@@ -19,7 +19,7 @@ import collections
 import dataclasses
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rubric_core.errors import RubricStudioError
 from rubric_core.runs.agents import build_agent, resolve_models
@@ -68,8 +68,8 @@ class SharedAgent:
     agent_llm: BaseChatModel
     """The agent's model (replay models keep one script position per thread)."""
 
-    grader_llm: BaseChatModel
-    """The grader's model (same)."""
+    grader_llm: BaseChatModel | None
+    """The grader's model (same); `None` for a checks-only run."""
 
     checkpointer: Any
     """The saver the graph was compiled with (the cache key holds only its id)."""
@@ -121,7 +121,10 @@ _CACHE: collections.OrderedDict[tuple[Any, ...], SharedAgent] = collections.Orde
 _CACHE_LOCK = threading.Lock()
 
 
-def _per_thread(model: BaseChatModel) -> BaseChatModel:
+_Model = TypeVar("_Model", "BaseChatModel", "BaseChatModel | None")
+
+
+def _per_thread(model: _Model) -> _Model:
     from rubric_core.providers import ReplayChatModel
 
     if isinstance(model, ReplayChatModel):
@@ -158,7 +161,8 @@ def shared_agent(spec: RunSpec, checkpointer: Any) -> SharedAgent:
         if cached is not None and cached.checkpointer is checkpointer:
             _CACHE.move_to_end(key)
             return cached
-        agent_llm, grader_llm = (_per_thread(m) for m in resolve_models(spec))
+        resolved_agent, resolved_grader = resolve_models(spec)
+        agent_llm, grader_llm = _per_thread(resolved_agent), _per_thread(resolved_grader)
         shared = SharedAgent(
             agent=None, agent_llm=agent_llm, grader_llm=grader_llm, checkpointer=checkpointer
         )

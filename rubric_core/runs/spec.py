@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.errors import InputError
 from rubric_core.schema import (
     AGENT_KINDS,
+    CHECKS_GRADER,
     DEFAULT_MAX_ITERATIONS,
     KEEP_CHOICES,
     MAX_CONCURRENCY,
     MAX_ITERATIONS_LIMIT,
+    is_checks_only_grader,
 )
 
 if TYPE_CHECKING:
@@ -28,6 +31,7 @@ __all__ = [
     "SpecError",
     "check_input",
     "check_static",
+    "lone_surrogate",
     "spec_from_run",
     "validate_concurrency",
 ]
@@ -74,7 +78,8 @@ class RunSpec:
     """`provider:model-id`, `replay:<scenario>` or a model served at `base_url`."""
 
     grader_model: str
-    """Same forms as `agent_model`; the grader's model."""
+    """Same forms as `agent_model`; the grader's model. `checks` (or `none`) for no grader:
+    every criterion of the rubric is then decided by its code check."""
 
     grader_tools: tuple[str, ...] = ()
     """Names of shipped grader tools (see `rubric_core.tools.TOOL_NAMES`)."""
@@ -106,6 +111,8 @@ class RunSpec:
         if isinstance(tools, str):
             tools = (tools,)
         object.__setattr__(self, "grader_tools", tuple(tools or ()))
+        if is_checks_only_grader(self.grader_model):
+            object.__setattr__(self, "grader_model", CHECKS_GRADER)
 
     def with_input(self, text: str) -> RunSpec:
         """A copy of this spec with another input (batch runs share everything else)."""
@@ -137,6 +144,32 @@ def check_input(text: object, field_name: str = "input") -> None:
         )
     if "\x00" in text:
         raise SpecError(field_name, "contains a NUL byte; pass plain text")
+    surrogate = lone_surrogate(text)
+    if surrogate is not None:
+        raise SpecError(field_name, surrogate)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """What is wrong with `text` if it holds a lone surrogate (U+D800..U+DFFF, e.g. from a
+    JSON `"\\ud800"` escape or an undecodable command-line byte), else None: such a
+    string is not Unicode text, and neither a UTF-8 file nor the store can hold it.
+
+    Examples:
+        >>> lone_surrogate("fine")
+        >>> lone_surrogate("ab" + chr(0xD800))
+        'holds a lone surrogate (U+D800 at character 3), which is not text and cannot be stored; write the character itself or a valid escape pair'
+    """
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return (
+        f"holds a lone surrogate (U+{ord(found.group()):04X} at character {found.start() + 1}), "
+        "which is not text and cannot be stored; write the character itself or a valid "
+        "escape pair"
+    )
 
 
 def validate_concurrency(value: object) -> int:

@@ -6,6 +6,7 @@ import sqlite3
 from typing import Literal, get_args
 
 from rubric_core.errors import InputError, RubricStudioError
+from rubric_core.schema import quoted
 
 __all__ = [
     "STORE_ERROR_KINDS",
@@ -81,7 +82,7 @@ class StoreInputError(StoreError, InputError):
 
 def unknown_rubric(name: str) -> StoreError:
     """The error for a rubric name no rubric has (the same words from every backend)."""
-    return StoreError(f"unknown rubric {name!r}", kind="invalid")
+    return StoreError(f"unknown rubric {quoted(name)}", kind="invalid")
 
 
 def unknown_version(version_id: int) -> StoreError:

@@ -101,6 +101,7 @@ class Store(LabelQueries, ExportQueries):
             self.target = str(self._path)
             self._backend = SQLiteBackend(self._path, busy_timeout_s=self.busy_timeout_s)
         self._weight_cache: dict[int, dict[str, int]] = {}
+        self._new_run_rubrics: dict[int, str] = {}
 
     @property
     def backend_name(self) -> str:

@@ -42,5 +42,15 @@ PORTABLE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "WHERE batch_id IS NOT NULL AND input_index IS NOT NULL",
         ),
     ),
+    (
+        # The process that grades a `running` experiment, as for runs: when it is gone,
+        # opening the store marks the experiment `interrupted` (`regrade --resume` goes on).
+        "0011_experiment_owner",
+        (
+            "ALTER TABLE experiments ADD COLUMN pid INTEGER",
+            "ALTER TABLE experiments ADD COLUMN host TEXT",
+            "ALTER TABLE experiments ADD COLUMN proc_start TEXT",
+        ),
+    ),
 )
 """(name, statements), applied among each backend's own steps in name order."""

@@ -7,14 +7,20 @@ with jitter); then the last `StoreError` is raised. Faults that waiting cannot c
 bad value, a read-only or deleted file, a refused password, a newer schema) are raised
 at once.
 
-The worst case is bounded: `attempts` tries, each waiting at most the store's busy
-timeout (SQLite) or pool timeout (PostgreSQL), plus the sleeps between them, which sum
-to at most `(attempts - 1) * max_wait_s`.
+The whole retry time is bounded: a try is only started within `total_s` (4 s by default)
+of the first one, so one write gives up within `total_s` plus one try's own wait (the
+store's busy timeout for SQLite, its pool timeout for PostgreSQL: 5 s by default), about
+9 s. And once a write has given up because the server does not answer (`unreachable`),
+the writes that follow within `total_s` are tried once, not again for the whole budget
+(the server is known to be down): a run whose server is lost ends within about twice
+that (its pass, then its end).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -24,6 +30,7 @@ from tenacity import (
     Retrying,
     retry_if_exception,
     stop_after_attempt,
+    stop_before_delay,
     wait_exponential_jitter,
 )
 
@@ -59,11 +66,13 @@ class WriteRetry:
         attempts: Tries in all, the first included (at least 1).
         first_wait_s: Sleep after the first failure; it doubles after each further one.
         max_wait_s: The longest single sleep (before jitter of up to `first_wait_s`).
+        total_s: No try starts (and no sleep ends) later than this after the first try.
     """
 
     attempts: int = 4
     first_wait_s: float = 0.25
     max_wait_s: float = 2.0
+    total_s: float = 4.0
 
     def __post_init__(self) -> None:
         if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
@@ -72,7 +81,7 @@ class WriteRetry:
         if self.attempts < 1:
             msg = f"attempts must be at least 1, got {self.attempts}"
             raise ValueError(msg)
-        for name in ("first_wait_s", "max_wait_s"):
+        for name in ("first_wait_s", "max_wait_s", "total_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 msg = f"{name} must be a number of seconds of at least 0, got {value!r}"
@@ -80,7 +89,26 @@ class WriteRetry:
 
 
 DEFAULT_WRITE_RETRY = WriteRetry()
-"""Four tries over about 2 s of sleeps (plus each try's own busy timeout)."""
+"""Up to four tries started within 4 s (plus each try's own busy or pool timeout)."""
+
+_OUTAGE_LOCK = threading.Lock()
+_outage_until = [0.0]
+"""Until when (monotonic) writes are tried once: a write gave up on an unreachable server."""
+
+
+def _store_known_down() -> bool:
+    with _OUTAGE_LOCK:
+        return time.monotonic() < _outage_until[0]
+
+
+def _note_outage(policy: WriteRetry) -> None:
+    with _OUTAGE_LOCK:
+        _outage_until[0] = time.monotonic() + policy.total_s
+
+
+def _note_success() -> None:
+    with _OUTAGE_LOCK:
+        _outage_until[0] = 0.0
 
 
 def retry_write(write: Callable[[], _T], *, what: str, policy: WriteRetry | None = None) -> _T:
@@ -112,8 +140,9 @@ def retry_write(write: Callable[[], _T], *, what: str, policy: WriteRetry | None
             error,
         )
 
+    attempts = 1 if _store_known_down() else policy.attempts
     retrying = Retrying(
-        stop=stop_after_attempt(policy.attempts),
+        stop=stop_after_attempt(attempts) | stop_before_delay(policy.total_s),
         wait=wait_exponential_jitter(
             initial=policy.first_wait_s, max=policy.max_wait_s, jitter=policy.first_wait_s
         ),
@@ -122,10 +151,15 @@ def retry_write(write: Callable[[], _T], *, what: str, policy: WriteRetry | None
         reraise=True,
     )
     try:
-        return retrying(write)
+        result = retrying(write)
     except StoreError as exc:
+        if exc.kind == "unreachable":
+            _note_outage(policy)
         tries = retrying.statistics.get("attempt_number", 1)
         if tries > 1:
             error = StoreError(f"{exc} (tried {tries} times)", kind=exc.kind)
             raise error from exc
         raise
+    if attempts < policy.attempts:
+        _note_success()
+    return result

@@ -9,7 +9,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rubric_core.messages import content_text, is_grader_feedback
-from rubric_core.schema import EVALUATION_RESULTS, RUBRIC_STATUSES
+from rubric_core.schema import (
+    EVALUATION_RESULTS,
+    MAX_EXPLANATION_CHARS,
+    MAX_GAP_CHARS,
+    RUBRIC_STATUSES,
+    cut_text,
+    verdict_problem,
+)
 from rubric_core.store.errors import StoreError
 from rubric_core.store.validation import require_int, require_text
 
@@ -19,6 +26,7 @@ __all__ = [
     "evaluation_row",
     "message_row",
     "pass_run_id",
+    "stored_score",
     "stored_verdict",
 ]
 
@@ -134,18 +142,18 @@ def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[Criter
             msg = f"{where} ({name!r}) checked_by must be a string"
             raise StoreError(msg, kind="invalid")
         insufficient = verdict.get("insufficient", False)
-        if not isinstance(insufficient, bool) or (insufficient and passed):
-            msg = (
-                f"{where} ({name!r}) insufficient must be true or false, and never true "
-                f"on a pass, got {insufficient!r}"
-            )
+        if not isinstance(insufficient, bool):
+            msg = f"{where} ({name!r}) insufficient must be true or false, got {insufficient!r}"
             raise StoreError(msg, kind="invalid")
+        problem = verdict_problem(name, passed, insufficient=insufficient, require_gap=False)
+        if problem is not None:  # the verdict rules, as the judge's verdict is held to them
+            raise StoreError(f"{where}: {problem}", kind="invalid")
         rows.append(
             CriterionRow(
                 position,
                 name.strip(),
                 passed,
-                gap or None,
+                cut_text(gap, MAX_GAP_CHARS) if gap else None,
                 weight=weights.get(name.strip(), 1),
                 checked_by=checked_by or None,
                 insufficient=insufficient,
@@ -154,14 +162,32 @@ def _criterion_rows(criteria: object, weights: Mapping[str, int]) -> list[Criter
     return rows
 
 
-def _score(evaluation: Mapping[str, Any]) -> float | None:
-    value = evaluation.get("score")
+def stored_score(value: object, field: str = "evaluation score") -> float | None:
+    """A score as the store keeps it: unclipped, as HealthBench scores an example (at most
+    1, below 0 when penalties weigh more), or `None`.
+
+    Raises:
+        StoreError: Of kind `invalid`: not a finite number of at most 1.
+
+    Examples:
+        >>> stored_score(-0.5), stored_score(None) is None
+        (-0.5, True)
+    """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        msg = f"evaluation score must be a number from 0 to 1 or None, got {value!r}"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value > 1
+    ):
+        msg = f"{field} must be a number of at most 1 (unclipped) or None, got {value!r}"
         raise StoreError(msg, kind="invalid")
     return float(value)
+
+
+def _score(evaluation: Mapping[str, Any]) -> float | None:
+    return stored_score(evaluation.get("score"))
 
 
 def _regressions(evaluation: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -179,6 +205,24 @@ def _regressions(evaluation: Mapping[str, Any]) -> list[dict[str, Any]]:
         )
         found.append({"name": item["name"], "passed_in": passed_in})
     return found
+
+
+def _capped_judge(judge: object) -> object:
+    """A panel judge's record with its explanation and gaps cut as a pass's are."""
+    if not isinstance(judge, Mapping):
+        return judge
+    capped = dict(judge)
+    if isinstance(capped.get("explanation"), str):
+        capped["explanation"] = cut_text(capped["explanation"], MAX_EXPLANATION_CHARS)
+    verdicts = capped.get("criteria")
+    if isinstance(verdicts, list):
+        capped["criteria"] = [
+            {**v, "gap": cut_text(v["gap"], MAX_GAP_CHARS)}
+            if isinstance(v, Mapping) and isinstance(v.get("gap"), str)
+            else v
+            for v in verdicts
+        ]
+    return capped
 
 
 def evaluation_row(
@@ -216,8 +260,11 @@ def evaluation_row(
         "iteration": iteration,
         "result": result,
         "status": status,
-        "explanation": require_text(
-            evaluation.get("explanation") or "", "evaluation explanation", allow_empty=True
+        "explanation": cut_text(
+            require_text(
+                evaluation.get("explanation") or "", "evaluation explanation", allow_empty=True
+            ),
+            MAX_EXPLANATION_CHARS,
         ),
         "draft": require_text(evaluation.get("draft") or "", "evaluation draft", allow_empty=True),
         "started_at": _number(evaluation, "started_at", time.time()),
@@ -238,7 +285,9 @@ def evaluation_row(
         if isinstance(judges, str | bytes) or not isinstance(judges, Sequence):
             msg = f"evaluation judges must be a list of judge verdicts, got {judges!r}"
             raise StoreError(msg, kind="invalid")
-        values["judges"] = json.dumps(list(judges), ensure_ascii=False, default=str)
+        values["judges"] = json.dumps(
+            [_capped_judge(judge) for judge in judges], ensure_ascii=False, default=str
+        )
     return values, _criterion_rows(evaluation["criteria"], weights or {})
 
 

@@ -87,8 +87,9 @@ class SQLBackend(abc.ABC):
     """Why every write is refused (a newer version migrated the database), or None."""
 
     @abc.abstractmethod
-    def _write(self, job: Callable[[Tx], _T]) -> _T:
-        """Run `job` in one transaction; return its result once committed."""
+    def _write(self, job: Callable[[Tx], _T], *, durable: bool = True) -> _T:
+        """Run `job` in one transaction; return its result once committed (flushed to
+        disk unless `durable=False`)."""
 
     @abc.abstractmethod
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -110,10 +111,17 @@ class SQLBackend(abc.ABC):
     def close(self) -> None:
         """Finish pending writes and close every connection. Idempotent."""
 
-    def write(self, job: Callable[[Tx], _T]) -> _T:
+    def write(self, job: Callable[[Tx], _T], *, durable: bool = True) -> _T:
         """Run `job` (SQL in `?` style through its `Tx`) in one transaction; its result once
-        committed."""
-        return self._write(job)
+        committed.
+
+        `durable=False` commits without waiting for the disk: the rows are committed
+        (readers see them, a killed process keeps them), and the database's next durable
+        commit flushes them with its own (SQLite's `synchronous=NORMAL` in WAL mode,
+        PostgreSQL's `synchronous_commit = off`; both logs are flushed in order). Only
+        for a row that a durable commit soon follows, and whose loss to a power cut
+        before that costs nothing (a run's row before its first pass)."""
+        return self._write(job, durable=durable)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """The rows of one read (SQL in `?` style), as dicts."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rubric_core.schema import is_single_line, quoted
 from rubric_core.store.errors import StoreError
 
 __all__ = [
@@ -95,8 +96,8 @@ def clean_name(name: object) -> str:
     if len(text) > MAX_NAME_CHARS:
         msg = f"rubric name is {len(text)} characters; the limit is {MAX_NAME_CHARS}"
         raise StoreError(msg, kind="invalid")
-    if "\n" in text or "\r" in text:
-        msg = "rubric name must be a single line"
+    if not is_single_line(text):
+        msg = "rubric name must be a single line (no line break or line/paragraph separator)"
         raise StoreError(msg, kind="invalid")
     return text
 
@@ -111,6 +112,9 @@ def clean_tags(tags: object) -> list[str]:
         text = _require_label(tag, "tag")
         if len(text) > MAX_TAG_CHARS:
             msg = f"tag {text[:20]!r}... is {len(text)} characters; the limit is {MAX_TAG_CHARS}"
+            raise StoreError(msg, kind="invalid")
+        if not is_single_line(text):
+            msg = f"tag {quoted(text)} must be a single line"
             raise StoreError(msg, kind="invalid")
         if text not in cleaned:
             cleaned.append(text)

@@ -17,6 +17,7 @@ comparison tables), `export` (datasets, preview and download), `charts` (Plotly 
 from __future__ import annotations
 
 from rubric_core.errors import InputError
+from rubric_core.rubric import penalty_names
 from rubric_core.ui.agreement import (
     change_mark,
     comparison_delta_rows,
@@ -25,6 +26,8 @@ from rubric_core.ui.agreement import (
     criterion_agreement_rows,
     disagreement_label,
     experiment_label,
+    experiment_matrix_rows,
+    experiment_picker_key,
     experiment_rows,
     format_delta,
     format_kappa,
@@ -92,6 +95,7 @@ from rubric_core.ui.passes import (
 )
 from rubric_core.ui.review import (
     HUMAN_CHOICES,
+    PENALTY_HINT,
     REVIEW_SHORTCUTS,
     ReviewQueue,
     batch_options,
@@ -142,6 +146,7 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "HUMAN_CHOICES",
     "MODEL_SOURCES",
+    "PENALTY_HINT",
     "REVIEW_SHORTCUTS",
     "RUBRIC_TEMPLATES",
     "VERDICT_MARKS",
@@ -170,6 +175,8 @@ __all__ = [
     "draft_diff",
     "expand_counts",
     "experiment_label",
+    "experiment_matrix_rows",
+    "experiment_picker_key",
     "experiment_rows",
     "export_bytes",
     "export_file_name",
@@ -205,6 +212,7 @@ __all__ = [
     "pass_details",
     "pass_label",
     "pass_rate_figure",
+    "penalty_names",
     "plain",
     "preview_rows",
     "progress",

@@ -6,10 +6,11 @@ these functions only lay them out for the Agreement and Experiments pages.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rubric_core.ui.format import format_timestamp
+from rubric_core.ui.format import format_timestamp, one_line
 
 __all__ = [
     "change_mark",
@@ -19,6 +20,8 @@ __all__ = [
     "criterion_agreement_rows",
     "disagreement_label",
     "experiment_label",
+    "experiment_matrix_rows",
+    "experiment_picker_key",
     "experiment_rows",
     "format_delta",
     "format_kappa",
@@ -219,6 +222,53 @@ def comparison_matrix_rows(
         {"item": cells["item"], **{n: cells.get(n, "") for n in names}}
         for cells in by_item.values()
     ]
+
+
+def experiment_matrix_rows(
+    comparison: Mapping[str, Any],
+    items: Sequence[Mapping[str, Any]],
+    *,
+    criteria: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The per-item matrix with the inputs as its rows: `input` (the request the draft
+    answered, on one line), a column per criterion, and `pass` (the source pass's id, to
+    tell apart two drafts of one input).
+
+    `items` are `Store.experiment_items` rows (`evaluation_id`, `input`).
+
+    Examples:
+        >>> comparison = {"rows": [
+        ...     {"item_id": 7, "criterion": "rhymes", "a": False, "b": True, "change": "improved"}]}
+        >>> experiment_matrix_rows(comparison, [{"evaluation_id": 7, "input": "Write a\\npoem"}])
+        [{'input': 'Write a poem', 'rhymes': '✗ → ✓', 'pass': '#7'}]
+    """
+    inputs = {int(i["evaluation_id"]): str(i.get("input") or "") for i in items}
+    rows = comparison_matrix_rows(comparison, item_label=lambda i: f"#{i}", criteria=criteria)
+    shaped = []
+    for row in rows:
+        pass_id = row.pop("item")
+        text = inputs.get(int(pass_id[1:]))
+        label = one_line(text, 80) if text else f"(input of pass {pass_id})"
+        shaped.append({"input": label, **row, "pass": pass_id})
+    return shaped
+
+
+def experiment_picker_key(base: str, experiments: Sequence[Mapping[str, Any]]) -> str:
+    """The widget key of an experiment picker, changed whenever one of its labels changes.
+
+    A picker's choice travels as its label's text, so a label that changed under it (an
+    experiment that finished: `0 items · running` became `6 items`) would come back as the
+    old text and stay on screen; a new key draws the picker afresh (the page keeps the
+    chosen id apart and preselects it).
+
+    Examples:
+        >>> running = [{"id": 1, "items": 0, "status": "running"}]
+        >>> done = [{"id": 1, "items": 6, "status": "done"}]
+        >>> experiment_picker_key("exp_a", running) != experiment_picker_key("exp_a", done)
+        True
+    """
+    labels = "\n".join(experiment_label(e) for e in experiments)
+    return f"{base}_{zlib.crc32(labels.encode('utf-8')):08x}"
 
 
 def experiment_label(experiment: Mapping[str, Any]) -> str:

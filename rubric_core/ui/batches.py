@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.ui.format import format_timestamp, one_line, rounded
+from rubric_core.scoring import shown_score
+from rubric_core.ui.format import format_timestamp, one_line, score_cell
 from rubric_core.ui.status import status_badge
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def batch_input_rows(
             "passes": int(run.get("iterations") or 0),
         }
         if scored:
-            row["score"] = rounded(run.get("score"))
+            row["score"] = score_cell(shown_score(run.get("score")))  # one run: clipped
         judged = verdicts.get(int(run["id"]), {})
         for position, name in enumerate(names):
             row[criterion_column(position, name)] = VERDICT_MARKS[judged.get(name, "not judged")]

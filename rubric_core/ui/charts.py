@@ -7,12 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric_core.extras import MissingExtra
+from rubric_core.scoring import mean_score, shown_score
 
 try:
     import plotly.graph_objects as go
 except ModuleNotFoundError as exc:  # rubric_core.ui is the dashboard's, plotly its extra
     raise MissingExtra("plotly", "dashboard") from exc
 
+from rubric_core.schema import criterion_mark, is_penalty
 from rubric_core.ui.format import one_line
 from rubric_core.ui.passes import (
     Evaluation,
@@ -311,8 +313,12 @@ def heatmap_figure(
                 gaps[(criterion["name"], j)] = str(criterion["gap"])
     regressions = find_regressions(evaluations)
     regressed_cells = {(name, to_pass): from_pass for name, from_pass, to_pass in regressions}
+    penalties = {c["name"] for e in evaluations for c in e.get("criteria") or [] if is_penalty(c)}
     x_labels = [pass_label(j) for j in range(len(evaluations))]
-    y_labels = [f"{i + 1}. {plain(short_label(name))}" for i, name in enumerate(names)]
+    y_labels = [
+        f"{i + 1}. {plain(short_label(name))}" + (" (penalty)" if name in penalties else "")
+        for i, name in enumerate(names)
+    ]
     z: list[list[float]] = []
     cell_text: list[list[str]] = []
     hover: list[list[str]] = []
@@ -322,6 +328,8 @@ def heatmap_figure(
             word = "not judged" if state is None else ("pass" if state else "fail")
             z_row.append(_MISSING if state is None else (_PASS if state else _FAIL))
             text_row.append({"pass": "✓", "fail": "✗", "not judged": "–"}[word])
+            if state is not None and name in penalties:
+                word = f"{criterion_mark(state, penalty=True)} (penalty)"
             lines = [plain(short_label(name, 80)), f"{x_labels[j]}: {word}"]
             if (name, j) in regressed_cells:
                 lines.append(f"regression: passed in {x_labels[regressed_cells[(name, j)]]}")
@@ -448,10 +456,12 @@ def score_histogram(scores: Sequence[float]) -> go.Figure:
     """
     if not scores:
         return _empty_figure("No scored run yet")
-    mean = sum(scores) / len(scores)
+    mean = mean_score(scores) or 0.0  # HealthBench's: the mean of unclipped, then clipped
     figure = go.Figure(
         go.Histogram(
-            x=list(scores), xbins={"start": 0, "end": 1.0001, "size": 0.1}, marker_color="#1565c0"
+            x=[shown_score(s) for s in scores],
+            xbins={"start": 0, "end": 1.0001, "size": 0.1},
+            marker_color="#1565c0",
         )
     )
     figure.add_vline(x=mean, line_dash="dash", line_color="#c62828")

@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
+    "NO_VALUE",
     "cell",
     "expand_counts",
     "format_timestamp",
@@ -20,6 +21,7 @@ __all__ = [
     "page_window",
     "progress",
     "rounded",
+    "score_cell",
     "short_count",
     "token_pair",
 ]
@@ -87,6 +89,21 @@ def rounded(value: Any, digits: int = 2) -> float | None:
         return round(float(value), digits)
     except (TypeError, ValueError):
         return None
+
+
+NO_VALUE = "—"
+"""What a table cell shows for a value not there yet (a running run's score): an em dash."""
+
+
+def score_cell(value: Any) -> str:
+    """A score as a table cell: two places, or `NO_VALUE` when there is none (yet).
+
+    Examples:
+        >>> score_cell(0.6667), score_cell(None)
+        ('0.67', '—')
+    """
+    number = rounded(value)
+    return NO_VALUE if number is None else f"{number:.2f}"
 
 
 def cell(value: Any) -> str:

@@ -12,9 +12,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rubric_core.providers.replay import (
+    SCENARIO_RUBRIC_NOTE,
+    SCENARIO_RUBRIC_TAGS,
+    scenario_rubric_name,
+)
+from rubric_core.providers.replay.fit import replay_grader_mismatch
 from rubric_core.rubric import parse_rubric
 from rubric_core.runs.spec import RunSpec
-from rubric_core.schema import DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS_LIMIT, REPLAY_PREFIX
+from rubric_core.schema import (
+    DEFAULT_MAX_ITERATIONS,
+    MAX_ITERATIONS_LIMIT,
+    REPLAY_PREFIX,
+    is_checks_only_grader,
+)
 from rubric_core.ui.models import replay_scenario_mismatch, replay_spec
 
 __all__ = [
@@ -89,7 +100,14 @@ def replay_mismatch_problem(
         True
     """
     criteria = list(version.get("criteria") or [])
+    where = f"{version.get('name')} v{version.get('version')}"
+    grader = models.get("grader", "")
+    found = replay_grader_mismatch(grader, criteria, rubric=where, scenarios=scenarios)
+    if found is not None:  # the library's one check, as the CLI makes it
+        return found.message + _GRADE_YOURSELF
     for role, spec in models.items():
+        if role == "grader" or is_checks_only_grader(grader):
+            continue  # no grader: the checks judge whatever drafts the replay agent plays
         scenario = replay_scenario_mismatch(spec, scenarios, criteria)
         if scenario is None:
             continue
@@ -110,12 +128,18 @@ def replay_mismatch_problem(
     return None
 
 
+_GRADE_YOURSELF = (
+    " To test your own rubric offline, switch on “Grade an output you already have” above "
+    "and grade it yourself."
+)
+
+
 @dataclass(frozen=True)
 class ScenarioForm:
     """The Run page's fields as a replay scenario fills them (its rubric, input and tools)."""
 
     scenario: str
-    """The scenario's name; also the name its rubric is saved under."""
+    """The scenario's name; also the name its rubric is saved under (`rubric_name`)."""
     rubric_text: str
     """The scenario's rubric, to save as a version before the run."""
     input: str
@@ -128,6 +152,23 @@ class ScenarioForm:
     """`basic` or `deep`."""
     latency_s: float
     """Seconds each replay call waits (0: as fast as it can)."""
+
+    @property
+    def rubric_name(self) -> str:
+        """The name its rubric is saved under: `run --scenario`'s rule, the scenario's name."""
+        return scenario_rubric_name(self.scenario)
+
+    def save_rubric(self, store: Any) -> dict[str, Any]:
+        """Save the scenario's rubric as `run --scenario` does (name, tags, note); the version.
+
+        Raises:
+            StoreError: The rubric could not be saved.
+        """
+        version: dict[str, Any] = store.save_rubric_version(
+            self.rubric_name, self.rubric_text, tags=list(SCENARIO_RUBRIC_TAGS),
+            note=SCENARIO_RUBRIC_NOTE,
+        )  # fmt: skip
+        return version
 
     @property
     def model(self) -> str:

@@ -8,24 +8,35 @@ from typing import Any
 
 from rubric_core import config
 from rubric_core.errors import InputError
+from rubric_core.grader.checked import checks_only_problem
 from rubric_core.providers import (
     DEFAULT_REPLAY_SCENARIO,
     api_key_status,
     list_scenarios,
     load_scenario,
 )
+from rubric_core.providers.replay.fit import replay_grader_mismatch
 from rubric_core.rubric import parse_rubric
-from rubric_core.schema import BASE_URL_ENV, MODEL_ENV, REPLAY_PREFIX
+from rubric_core.schema import (
+    BASE_URL_ENV,
+    CHECKS_GRADER,
+    MODEL_ENV,
+    REPLAY_PREFIX,
+    is_checks_only_grader,
+)
 
 __all__ = [
+    "CHECKS_SOURCE",
     "DEFAULT_REPLAY_SCENARIO",
     "MAX_REPLAY_LATENCY_S",
     "MODEL_SOURCES",
     "REPLAY_PREFIX",
     "ModelsMode",
     "base_url_presets",
+    "checks_only_rubric",
     "combine_models",
     "configured_models_mode",
+    "grader_sources",
     "list_scenarios",
     "load_scenario",
     "matching_scenario",
@@ -42,6 +53,36 @@ MODEL_SOURCES: dict[str, str] = {
     "base_url": "OpenAI-compatible server (base URL)",
 }
 """The Run page's ways to pick a model, with their labels."""
+
+CHECKS_SOURCE = "checks"
+"""The grader picker's source for no grader at all: the rubric's code checks decide."""
+
+
+def checks_only_rubric(version: Mapping[str, Any]) -> bool:
+    """Whether every criterion of rubric `version` has a code check (no grader needed).
+
+    Examples:
+        >>> checks_only_rubric({"text": "- Three lines {lines == 3}"})
+        True
+        >>> checks_only_rubric({"text": "- Three lines {lines == 3}\\n- Mentions rain"})
+        False
+    """
+    return checks_only_problem(str(version.get("text") or "")) is None
+
+
+def grader_sources(version: Mapping[str, Any]) -> dict[str, str]:
+    """The grader picker's sources for `version`: "no grader: checks only" first when
+    every criterion has a code check, then the model sources.
+
+    Examples:
+        >>> list(grader_sources({"text": "- Three lines {lines == 3}"}))
+        ['checks', 'replay', 'provider', 'base_url']
+        >>> list(grader_sources({"text": "- Mentions rain"}))
+        ['replay', 'provider', 'base_url']
+    """
+    if checks_only_rubric(version):
+        return {CHECKS_SOURCE: "No grader: checks only", **MODEL_SOURCES}
+    return dict(MODEL_SOURCES)
 
 
 @dataclass(frozen=True)
@@ -134,6 +175,8 @@ def model_choice(
         InputError: Naming the missing or malformed field.
 
     Examples:
+        >>> model_choice("checks")
+        ('checks', None)
         >>> model_choice("replay", scenario="haiku")
         ('replay:haiku', None)
         >>> model_choice("replay", scenario="haiku", latency_s=1.5)
@@ -141,6 +184,8 @@ def model_choice(
         >>> model_choice("base_url", base_url="http://127.0.0.1:8080/v1", base_url_model="m")
         ('openai-compatible:m', 'http://127.0.0.1:8080/v1')
     """
+    if source == CHECKS_SOURCE:
+        return CHECKS_GRADER, None
     if source == "replay":
         if not scenario.strip():
             msg = "pick a replay scenario"
@@ -203,7 +248,7 @@ def combine_models(
             ("agent", agent_spec, agent_url),
             ("grader", grader_spec, grader_url),
         ):
-            if not url and not spec.startswith(REPLAY_PREFIX):
+            if not url and not spec.startswith(REPLAY_PREFIX) and not is_checks_only_grader(spec):
                 msg = (
                     f"the {role} uses {spec!r} while the other model uses the server at "
                     f"{base_url}; a run sends both non-replay models to that server, so pick "
@@ -218,8 +263,7 @@ def replay_scenario_mismatch(
 ) -> str | None:
     """The replay scenario a model plays if its scripted rubric differs from `criteria`, else None.
 
-    Replay graders answer from a script written for their scenario's rubric; pointed at
-    another rubric their verdicts name the wrong criteria.
+    The library's one check (`providers.replay.fit.replay_grader_mismatch`), by name.
 
     Examples:
         >>> scenarios = [{"name": "haiku", "rubric": "- three lines"}]
@@ -228,13 +272,8 @@ def replay_scenario_mismatch(
         >>> replay_scenario_mismatch("replay:haiku", scenarios, ["three lines"]) is None
         True
     """
-    if not model_spec.startswith(REPLAY_PREFIX):
-        return None
-    name = model_spec.removeprefix(REPLAY_PREFIX).split("?", 1)[0]
-    scenario = next((s for s in scenarios if s.get("name") == name), None)
-    if scenario is None or parse_rubric(str(scenario.get("rubric") or "")) == list(criteria):
-        return None
-    return name
+    found = replay_grader_mismatch(model_spec, criteria, scenarios=scenarios)
+    return None if found is None else found.scenario
 
 
 def matching_scenario(

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric_core.rubric import CriterionSpec
-from rubric_core.scoring import score_pass
+from rubric_core.schema import criterion_mark, is_penalty
+from rubric_core.scoring import score_pass, shown_score
 from rubric_core.ui.format import rounded
 
 __all__ = [
@@ -38,7 +39,8 @@ def pass_label(index: int) -> str:
 
 
 def pass_score(evaluation: Evaluation) -> float | None:
-    """A pass's score: the stored one, else one computed from its verdicts' weights.
+    """A pass's score as one pass is shown (clipped to [0, 1]; the store keeps it
+    unclipped): the stored one, else one computed from its verdicts' weights.
 
     Passes recorded before scores existed have no `score`; their verdicts read back with
     a `weight` when it is not 1, so the same formula applies (`rubric_core.score_pass`).
@@ -52,15 +54,17 @@ def pass_score(evaluation: Evaluation) -> float | None:
         0.75
         >>> pass_score({"criteria": []}) is None
         True
+        >>> pass_score({"score": -0.5, "criteria": []})
+        0.0
     """
     score = evaluation.get("score")
     if score is not None:
-        return float(score)
+        return shown_score(float(score))
     criteria = evaluation.get("criteria") or []
     if not criteria:
         return None
     specs = [CriterionSpec(str(c["name"]), int(c.get("weight") or 1)) for c in criteria]
-    return score_pass(specs, criteria)
+    return shown_score(score_pass(specs, criteria))
 
 
 def pass_details(evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
@@ -68,7 +72,9 @@ def pass_details(evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
 
     Returns:
         `{label, result, status, explanation, passed, total, gaps: [(criterion, gap)],
-        duration_s, grader_tokens}` per pass, oldest first.
+        marks: {criterion: mark}, duration_s, grader_tokens}` per pass, oldest first;
+        `marks` is `schema.criterion_mark` of each verdict (`absent ✓` / `present ✗` for a
+        penalty).
     """
     details = []
     for j, evaluation in enumerate(evaluations):
@@ -83,6 +89,10 @@ def pass_details(evaluations: Sequence[Evaluation]) -> list[dict[str, Any]]:
                 "passed": sum(1 for c in criteria if c.get("passed")),
                 "total": len(criteria),
                 "gaps": gaps,
+                "marks": {
+                    c["name"]: criterion_mark(bool(c.get("passed")), penalty=is_penalty(c))
+                    for c in criteria
+                },
                 "duration_s": rounded(evaluation.get("duration_s")),
                 "grader_tokens": int(evaluation.get("grader_input_tokens") or 0)
                 + int(evaluation.get("grader_output_tokens") or 0),

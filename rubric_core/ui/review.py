@@ -7,15 +7,18 @@ unlabelled one; everything it decides is computed here, without Streamlit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+
+from rubric_core.schema import criterion_mark, is_penalty
 
 if TYPE_CHECKING:
     from rubric_core.store import RunFilters, Store
 
 __all__ = [
     "HUMAN_CHOICES",
+    "PENALTY_HINT",
     "REVIEW_SHORTCUTS",
     "ReviewQueue",
     "batch_options",
@@ -48,20 +51,30 @@ Single letters: Streamlit ignores them while the focus is in a text field, so ty
 note never triggers one. `C` and `R` are reserved by Streamlit."""
 
 
-def verdict_word(passed: Any, *, insufficient: bool = False) -> str:
-    """A verdict as a word: `pass`, `fail`, `insufficient evidence`, or `not labelled`.
+def verdict_word(passed: Any, *, insufficient: bool = False, penalty: bool = False) -> str:
+    """A verdict as a word: `pass`, `fail`, `insufficient evidence`, or `not labelled`;
+    a penalty's reads `absent ✓ (pass)` / `present ✗ (fail)` (`schema.criterion_mark`).
 
     Examples:
         >>> verdict_word(True), verdict_word(False), verdict_word(None)
         ('pass', 'fail', 'not labelled')
         >>> verdict_word(False, insufficient=True)
         'insufficient evidence'
+        >>> verdict_word(True, penalty=True)
+        'absent ✓ (pass)'
     """
     if insufficient:
         return "insufficient evidence"
     if passed is None:
         return "not labelled"
-    return "pass" if passed else "fail"
+    word = "pass" if passed else "fail"
+    return f"{criterion_mark(bool(passed), penalty=True)} ({word})" if penalty else word
+
+
+PENALTY_HINT = (
+    "A penalty: something the work must not do. Pass = it is absent; fail = it is present."
+)
+"""What the Review page says beside a penalty's verdict choice."""
 
 
 def choice_for(value: Any) -> str | None:
@@ -154,9 +167,14 @@ def review_caption(position: int, total: int, labelled: int) -> str:
 
 
 def review_rows(
-    criteria: Sequence[Mapping[str, Any]], labels: Mapping[str, Mapping[str, Any]]
+    criteria: Sequence[Mapping[str, Any]],
+    labels: Mapping[str, Mapping[str, Any]],
+    penalties: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Per criterion of a pass: the judge's verdict and gap, and the person's label if any.
+
+    A penalty (named in `penalties`, `rubric.penalty_names`, or a verdict with a negative
+    `weight`) has `penalty: True` and its verdict reads `absent ✓` / `present ✗`.
 
     Args:
         criteria: The pass's verdicts `{name, passed, gap?, insufficient?}`.
@@ -176,12 +194,14 @@ def review_rows(
         name = str(criterion["name"])
         insufficient = bool(criterion.get("insufficient"))
         judged = None if insufficient else bool(criterion.get("passed"))
+        penalty = name in penalties or is_penalty(criterion)
         label = labels.get(name) or {}
         human = label.get("human_passed")
         rows.append(
             {
                 "name": name,
-                "judge": verdict_word(judged, insufficient=insufficient),
+                "judge": verdict_word(judged, insufficient=insufficient, penalty=penalty),
+                "penalty": penalty,
                 "judge_passed": judged,
                 "gap": str(criterion.get("gap") or ""),
                 "human": choice_for(human),

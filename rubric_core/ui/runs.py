@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.messages import is_grader_feedback, message_text
-from rubric_core.ui.format import cell, format_timestamp, one_line, rounded
+from rubric_core.scoring import shown_score
+from rubric_core.ui.format import cell, format_timestamp, one_line, rounded, score_cell
 from rubric_core.ui.status import status_badge
 
 if TYPE_CHECKING:
@@ -62,19 +63,27 @@ def rubric_label(run: Run) -> str:
 
 
 def runs_table(runs: Sequence[Run]) -> list[dict[str, Any]]:
-    """Rows for the runs table: the columns a person scans, with readable values."""
+    """Rows for the runs table: the columns a person scans, with readable values.
+
+    A running run has no score yet: its cell is an em dash (`NO_VALUE`), never `None`; its
+    seconds are those since it started.
+
+    Examples:
+        >>> runs_table([{"id": 1, "status": "running", "score": None}])[0]["score"]
+        '—'
+    """
     return [
         {
             "run": run.get("id"),
             "status": status_badge(run.get("status")),
             "rubric": rubric_label(run),
             "passes": run.get("iterations"),
-            "score": rounded(run.get("score")),
+            "score": score_cell(shown_score(run.get("score"))),  # one run: clipped to [0, 1]
             "regressions": run.get("regression_count") or 0,
             "agent model": run.get("agent_model"),
             "grader model": run.get("grader_model"),
             "started": format_timestamp(run.get("started_at")),
-            "seconds": rounded(run.get("duration_s")),
+            "seconds": rounded(run_seconds(run)),
             "input": one_line(run.get("input"), 80),
         }
         for run in runs

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rubric_core.providers.replay.fit import replay_grader_mismatch, scenario_of
 from rubric_core.rubric import parse_rubric
-from rubric_core.schema import REPLAY_PREFIX
 
 __all__ = ["ScenarioProblem", "replay_run_problems", "replay_scenario_name"]
 
@@ -40,17 +40,7 @@ def replay_scenario_name(model_spec: str) -> str | None:
         >>> replay_scenario_name("replay:haiku?latency_s=1"), replay_scenario_name("openai:gpt")
         ('haiku', None)
     """
-    if not model_spec.startswith(REPLAY_PREFIX):
-        return None
-    return model_spec.removeprefix(REPLAY_PREFIX).split("?", 1)[0] or None
-
-
-def _own_scenario(scenarios: Sequence[Mapping[str, Any]], criteria: Sequence[str]) -> str | None:
-    wanted = list(criteria)
-    for scenario in scenarios:
-        if parse_rubric(str(scenario.get("rubric") or "")) == wanted:
-            return str(scenario["name"])
-    return None
+    return scenario_of(model_spec)
 
 
 def replay_run_problems(
@@ -91,29 +81,14 @@ def replay_run_problems(
     """
     known = list(scenarios)
     by_name = {str(s["name"]): s for s in known}
-    own = _own_scenario(known, criteria)
-    instead = (
-        f"use the scenario {own!r}, whose rubric this is"
-        if own
-        else "grade this rubric with a real model or grade it yourself"
-    )
     problems: list[ScenarioProblem] = []
     grader_name = replay_scenario_name(grader_model)
     grader = by_name.get(grader_name or "")
     if grader is not None and grader_name is not None:
         # A wrong rubric first: loading the right scenario also sets its tools.
-        if parse_rubric(str(grader.get("rubric") or "")) != list(criteria):
-            problems.append(
-                ScenarioProblem(
-                    grader_name,
-                    "grader",
-                    True,
-                    f"The replay grader {grader_name!r} plays scripted verdicts written for "
-                    f"its own rubric, not for {rubric}: it would judge none of these criteria "
-                    "and the run would end in grader_error. Load that scenario with its "
-                    f"own rubric (the offline demo above), or {instead}.",
-                )
-            )
+        found = replay_grader_mismatch(grader_model, criteria, rubric=rubric, scenarios=known)
+        if found is not None:  # the library's one check, as the CLI makes it
+            problems.append(ScenarioProblem(grader_name, "grader", True, found.message))
         missing = [t for t in grader.get("grader_tools") or [] if t not in set(grader_tools)]
         if missing and not problems:
             problems.append(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rubric_core.schema import RUN_STATUS_DESCRIPTIONS
+from rubric_core.schema import GRADED_KIND, status_sentence
 
 __all__ = ["status_badge", "status_icon", "status_level", "status_meaning", "status_words"]
 
@@ -64,14 +64,18 @@ def status_badge(status: str | None) -> str:
     return f"{_STATUS_ICONS.get(status or 'unknown', '•')} {status_words(status)}"
 
 
-def status_meaning(status: str | None) -> str:
-    """What a status means for the person reading it (one sentence).
+def status_meaning(status: str | None, agent_kind: str | None = None) -> str:
+    """What a status means for the person reading it (one sentence, `schema.status_sentence`).
+
+    A grade-only run (`agent_kind="graded"`) gets the sentence that mentions no agent.
 
     Examples:
         >>> status_meaning("bogus")
         "Unknown status 'bogus'."
+        >>> "agent" in status_meaning("needs_revision", "graded")
+        False
     """
-    return RUN_STATUS_DESCRIPTIONS.get(status or "", f"Unknown status {status!r}.")
+    return status_sentence(status, graded=agent_kind == GRADED_KIND)
 
 
 def status_level(status: str | None) -> str:

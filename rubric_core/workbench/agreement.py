@@ -16,10 +16,12 @@ from rubric_core.evaluate import (
     AgreementReport,
     Comparison,
     ConsistencyReport,
+    LabelError,
     agreement_report,
     check_label_criteria,
     compare_experiments,
     consistency_report,
+    decode_labels,
     pair_up,
     parse_labels_csv,
 )
@@ -30,12 +32,17 @@ if TYPE_CHECKING:
 __all__ = [
     "NoLabelsError",
     "agreement_between",
+    "agreement_by_rubric",
     "agreement_with_labels",
     "compare_stored_experiments",
     "experiment_consistency",
     "experiment_verdicts",
     "import_labels_csv",
+    "labels_elsewhere",
     "next_unlabelled",
+    "opening_version",
+    "unfinished_experiments",
+    "version_counts",
 ]
 
 
@@ -99,6 +106,117 @@ def agreement_with_labels(
     else:
         criteria = _criteria_order(store, experiment_id)
     return agreement_report(pairs, criteria=criteria)
+
+
+def agreement_by_rubric(store: Store, *, batch_id: str | None = None) -> list[dict[str, Any]]:
+    """The judge against the human labels for each rubric that has labels, apart: one
+    `{"rubric": name, **AgreementReport}` per rubric, in the store's rubric order. Rubrics
+    judge different criteria, so one kappa over all of them would mean nothing; pooling
+    is `agreement_with_labels` without a rubric, asked for by name.
+
+    Raises:
+        NoLabelsError: No rubric has a labelled pass (among `batch_id`'s runs, if given).
+    """
+    from rubric_core.store import RunFilters
+
+    reports = []
+    for rubric in store.list_rubrics():
+        try:
+            report = agreement_with_labels(
+                store, batch_id=batch_id, filters=RunFilters(rubric=rubric["name"])
+            )
+        except NoLabelsError:
+            continue
+        reports.append({"rubric": rubric["name"], **report})
+    if not reports:
+        msg = (
+            "no human labels on any rubric's passes; label some in the Review page, or import "
+            "them with `python -m rubric_core label --input-file F`"
+        )
+        raise NoLabelsError(msg)
+    return reports
+
+
+def version_counts(store: Store, rubric: str) -> list[dict[str, Any]]:
+    """Each version of `rubric`, oldest first: `{id, version, passes, labelled}`, where
+    `passes` is its review queue (each run's final judged pass) and `labelled` how many of
+    those carry at least one human label."""
+    from rubric_core.store import RunFilters
+
+    counts = []
+    for version in store.rubric_versions(rubric):
+        scope = RunFilters(version_id=int(version["id"]))
+        counts.append(
+            {
+                "id": int(version["id"]),
+                "version": int(version["version"]),
+                "passes": int(store.review_counts(filters=scope)["passes"]),
+                "labelled": len(store.labelled_pass_ids(filters=scope, fully=False)),
+            }
+        )
+    return counts
+
+
+def opening_version(store: Store, rubric: str, *, want: str = "review") -> int | None:
+    """The version the Review (`want="review"`) or Agreement (`want="labels"`) page opens
+    `rubric` on: the newest with something to review (a graded pass), or to compare (a
+    labelled pass; else the newest with a graded pass); the newest when none has either.
+    `None` for a rubric with no version.
+    """
+    counts = version_counts(store, rubric)
+    if not counts:
+        return None
+    keys = ("labelled", "passes") if want == "labels" else ("passes",)
+    for key in keys:
+        found = [c for c in counts if c[key]]
+        if found:
+            return int(found[-1]["id"])
+    return int(counts[-1]["id"])
+
+
+def labels_elsewhere(store: Store, rubric: str, version_id: int) -> str | None:
+    """A sentence when version `version_id` of `rubric` has no labelled pass but other
+    versions do (`None` otherwise): which versions hold the labels, and how many passes.
+
+    Examples:
+        >>> labels_elsewhere(store, "essay", 2)  # doctest: +SKIP
+        'v2 has no human label yet; v1 holds labels on 24 passes: pick it above to see them.'
+    """
+    counts = version_counts(store, rubric)
+    shown = next((c for c in counts if c["id"] == int(version_id)), None)
+    others = [c for c in counts if c["labelled"] and c["id"] != int(version_id)]
+    if shown is None or shown["labelled"] or not others:
+        return None
+    held = ", ".join(
+        f"v{c['version']} holds labels on {c['labelled']} pass{'es' if c['labelled'] != 1 else ''}"
+        for c in reversed(others)
+    )
+    return f"v{shown['version']} has no human label yet; {held}: pick it above to see them."
+
+
+def unfinished_experiments(store: Store, *experiment_ids: int | None) -> list[dict[str, Any]]:
+    """The experiments among `experiment_ids` that did not finish (`running`, `interrupted`,
+    `stopped`, `error`): `{experiment, status, items, note}`, the note a sentence saying an
+    agreement over it covers only the gradings it stored."""
+    found: list[dict[str, Any]] = []
+    for experiment_id in experiment_ids:
+        if experiment_id is None:
+            continue
+        experiment = store.get_experiment(experiment_id)
+        if experiment["status"] == "done":
+            continue
+        status, items = experiment["status"], int(experiment["items"])
+        then = (
+            "it is still grading"
+            if status == "running"
+            else f"continue it with `regrade --resume {experiment_id}`"
+        )
+        note = (
+            f"experiment {experiment_id} is {status}, not done ({items} gradings stored): "
+            f"the agreement covers those only; {then}"
+        )
+        found.append({"experiment": experiment_id, "status": status, "items": items, "note": note})
+    return found
 
 
 def agreement_between(store: Store, experiment_a: int, experiment_b: int) -> AgreementReport:
@@ -193,8 +311,13 @@ def import_labels_csv(
         isinstance(text_or_path, str) and "\n" not in text_or_path and Path(text_or_path).is_file()
     ):
         path = Path(text_or_path)
-        text = path.read_text(encoding="utf-8-sig")
         source = source or str(path)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            msg = f"{source}: cannot be read ({exc.strerror or exc})"
+            raise LabelError(msg) from exc
+        text = decode_labels(data, source=source)
         reviewer = reviewer or path.name
     else:
         text = str(text_or_path)

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import csv
-import io
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 from typing import Any, TypedDict
 
 from rubric_core.errors import InputError
 from rubric_core.evaluate import LabelError, parse_dataset_labels
-from rubric_core.runs.spec import MAX_INPUT_CHARS
+from rubric_core.runs.spec import MAX_INPUT_CHARS, lone_surrogate
+from rubric_core.tables import (
+    TableError,
+    column_names,
+    csv_rows,
+    decode_table,
+    json_lines,
+    no_extra_cells,
+)
 
 __all__ = [
     "DATASET_SUFFIXES",
@@ -27,7 +31,6 @@ __all__ = [
     "load_upload",
 ]
 
-_BINARY_SNIFF_BYTES = 8192
 _SUFFIXES_CSV = (".csv",)
 _SUFFIXES_JSONL = (".jsonl", ".ndjson")
 
@@ -39,119 +42,55 @@ class DatasetError(InputError):
     """A dataset file that cannot be read; the message names the file and the row or line."""
 
 
-_BOMS: tuple[tuple[bytes, str, str], ...] = (
-    (codecs.BOM_UTF32_LE, "utf-32", "UTF-32"),  # before UTF-16 LE: it starts the same
-    (codecs.BOM_UTF32_BE, "utf-32", "UTF-32"),
-    (codecs.BOM_UTF16_LE, "utf-16", "UTF-16"),
-    (codecs.BOM_UTF16_BE, "utf-16", "UTF-16"),
-)
-_CONVERT = (
-    "save it as UTF-8 (Excel: Save As > CSV UTF-8; a terminal: iconv -f UTF-16 -t UTF-8 IN > OUT)"
-)
-
 _CSV_FIELD_CHARS = 10 * MAX_INPUT_CHARS
 """Longest CSV field read. The csv module's own default (131,072) is below an input's
-limit (`MAX_INPUT_CHARS`), so a valid long input was refused; `_csv_rows` reads with the
-module's limit raised to this (`_wide_fields`), and a longer field is reported with its
-line."""
-_FIELD_LIMIT_LOCK = threading.Lock()
+limit (`MAX_INPUT_CHARS`), so a valid long input was refused; the reader raises the
+module's limit to this (`tables.csv_rows`), and a longer field is reported with its line."""
 
 MAX_OUTPUT_CHARS = 200_000
 """Longest output a grade-only row may give (the code checks read as much: JSON up to
 200,000 characters, regular expressions over as many)."""
 
 
-def _decode(name: str, data: bytes) -> str:
-    """The text of a dataset: UTF-8 (BOM or not), or UTF-16/32 marked by their BOM."""
-    for bom, codec, label in _BOMS:
-        if data.startswith(bom):
-            try:
-                return data.decode(codec)
-            except UnicodeDecodeError as exc:
-                msg = f"{name}: starts with a {label} byte-order mark but is not valid {label} ({exc.reason} at byte {exc.start}); {_CONVERT}"
-                raise DatasetError(msg) from exc
-    head = data[:_BINARY_SNIFF_BYTES]
-    if b"\x00" in head:
-        even, odd = head[0::2], head[1::2]
-        if len(head) >= 4 and (odd.count(0) >= len(odd) * 0.9 or even.count(0) >= len(even) * 0.9):
-            msg = f"{name}: looks like UTF-16 text without a byte-order mark, not UTF-8; {_CONVERT}"
-        else:
-            msg = f"{name}: looks like a binary file (NUL bytes), not CSV or JSONL text"
-        raise DatasetError(msg)
+@contextlib.contextmanager
+def _dataset_errors() -> Iterator[None]:
+    """A table reader's error (`tables.TableError`) raised as this module's `DatasetError`."""
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        msg = (
-            f"{name}: is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}, "
-            f"line {line}); save it as UTF-8"
-        )
-        raise DatasetError(msg) from exc
+        yield
+    except TableError as exc:
+        raise DatasetError(str(exc)) from exc
 
 
 def _csv_rows(name: str, text: str) -> list[tuple[int, list[str]]]:
-    """(the line a row starts on, its cells) for each row, read strictly.
-
-    `strict=True` makes the csv module refuse what it would otherwise guess at: a quote
-    that is never closed (it swallowed every later row into one field) and a stray quote
-    after a closing one (`"a"b"` read as `ab"`). The error names the row's first line.
-    The rows are read at once, inside `_wide_fields`.
-    """
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows: list[tuple[int, list[str]]] = []
-    with _wide_fields():
-        while True:
-            start = reader.line_num + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                return rows
-            except csv.Error as exc:
-                problem = _csv_problem(name, start, reader.line_num, str(exc))
-                raise DatasetError(problem) from exc
-            rows.append((start, row))
+    note = f" (an input may be {MAX_INPUT_CHARS:,})"
+    return csv_rows(name, text, field_chars=_CSV_FIELD_CHARS, field_note=note)
 
 
-@contextlib.contextmanager
-def _wide_fields() -> Iterator[None]:
-    """The csv module's field limit raised to `_CSV_FIELD_CHARS` for the block, then put
-    back. The limit is process-wide (the csv module has no per-reader one), so the lock
-    keeps two datasets from restoring each other's; another CSV read running meanwhile
-    (a labels file) may briefly accept a longer field, never a shorter one."""
-    with _FIELD_LIMIT_LOCK:
-        previous = csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_CHARS))
-        try:
-            yield
-        finally:
-            csv.field_size_limit(previous)
+def _storable(name: str, where: str, key: str, value: str) -> None:
+    problem = lone_surrogate(value)
+    if problem is not None:
+        msg = f"{name}: {where}: {key!r} {problem}"
+        raise DatasetError(msg)
 
 
-def _csv_problem(name: str, start: int, end: int, problem: str) -> str:
-    where = f"line {start}" if end <= start else f"the row starting on line {start}"
-    if "unexpected end of data" in problem:
-        return (
-            f'{name}: line {start}: a quoted field opened on this line is never closed (a " '
-            'with no closing "; every later line would have merged into it); close it, or '
-            'double a quote inside a field ("")'
-        )
-    if "expected after" in problem:
-        return (
-            f'{name}: {where}: a quote inside a quoted field must be doubled (""); '
-            f"the csv module says: {problem}"
-        )
-    if "field larger than field limit" in problem:
-        return (
-            f"{name}: {where}: a field is longer than {_CSV_FIELD_CHARS:,} characters "
-            f"(an input may be {MAX_INPUT_CHARS:,}); if it should not be, look for an "
-            "unterminated quote"
-        )
-    return f"{name}: {where} is not valid CSV: {problem}"
+def _unique_keys(name: str, number: int) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        item: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in item:
+                msg = f"{name}: line {number}: key {key!r} appears twice in one object; keep one"
+                raise DatasetError(msg)
+            item[key] = value
+        return item
+
+    return hook
 
 
 def _check_value(name: str, where: str, value: object) -> str:
     if not isinstance(value, str):
         msg = f"{name}: {where}: 'input' must be text, got {type(value).__name__}"
         raise DatasetError(msg)
+    _storable(name, where, "input", value)
     if not value.strip():
         msg = f"{name}: {where} has an empty input"
         raise DatasetError(msg)
@@ -172,7 +111,7 @@ def _load_csv(name: str, text: str) -> list[str]:
         msg = f"{name}: is empty; expected a header row with an 'input' column"
         raise DatasetError(msg)
     cells = header[1]
-    names = [cell.strip().lstrip("\ufeff").casefold() for cell in cells]
+    names = column_names(name, header[0], cells)
     if "input" in names:
         column = names.index("input")
     elif len(names) == 1:
@@ -189,6 +128,7 @@ def _load_csv(name: str, text: str) -> list[str]:
         row_number += 1
         if not row:
             continue  # a blank line; a row of empty cells is an empty input
+        no_extra_cells(name, line, row, len(names))
         value = row[column] if column < len(row) else ""
         inputs.append(_check_value(name, f"row {row_number} (line {line})", value))
     if not inputs:
@@ -199,11 +139,11 @@ def _load_csv(name: str, text: str) -> list[str]:
 
 def _load_jsonl(name: str, text: str) -> list[str]:
     inputs: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in json_lines(text):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json.loads(line, object_pairs_hook=_unique_keys(name, number))
         except json.JSONDecodeError as exc:
             msg = f"{name}: line {number} is not valid JSON ({exc.msg} at column {exc.colno})"
             raise DatasetError(msg) from exc
@@ -228,7 +168,11 @@ def _load_jsonl(name: str, text: str) -> list[str]:
 
 def _parse(name: str, suffix: str, data: bytes) -> list[str]:
     """The inputs of a dataset's bytes; `name` is how errors refer to the file."""
-    text = _decode(name, data)
+    with _dataset_errors():
+        return _parse_text(name, suffix, decode_table(name, data))
+
+
+def _parse_text(name: str, suffix: str, text: str) -> list[str]:
     if not text.strip():
         msg = f"{name}: is empty"
         raise DatasetError(msg)
@@ -332,6 +276,7 @@ def _graded_row(name: str, where: str, number: int, record: dict[str, Any]) -> G
     if len(output) > MAX_OUTPUT_CHARS:
         msg = f"{name}: {where}: output is {len(output):,} characters; the limit is {MAX_OUTPUT_CHARS:,}"
         raise DatasetError(msg)
+    _storable(name, where, "output", output)
     try:
         labels = parse_dataset_labels(record.get("labels"), row=where, source=name)
     except LabelError as exc:
@@ -341,8 +286,8 @@ def _graded_row(name: str, where: str, number: int, record: dict[str, Any]) -> G
 
 def _graded_csv(name: str, text: str) -> list[GradedRow]:
     rows = iter(_csv_rows(name, text))
-    header = next(rows, (1, []))[1]
-    names = [cell.strip().lstrip("\ufeff").casefold() for cell in header]
+    first, header = next(rows, (1, []))
+    names = column_names(name, first, header)
     missing = [column for column in ("input", "output") if column not in names]
     if missing:
         msg = (
@@ -352,10 +297,11 @@ def _graded_csv(name: str, text: str) -> list[GradedRow]:
         )
         raise DatasetError(msg)
     graded: list[GradedRow] = []
-    for _line, row in rows:
+    for line, row in rows:
         if not row:
             continue
-        record = {n: row[i] if i < len(row) else "" for i, n in enumerate(names)}
+        no_extra_cells(name, line, row, len(names))
+        record = {n: row[i] if i < len(row) else "" for i, n in enumerate(names) if n}
         number = len(graded) + 2
         graded.append(_graded_row(name, f"row {number}", number, record))
     return graded
@@ -363,11 +309,11 @@ def _graded_csv(name: str, text: str) -> list[GradedRow]:
 
 def _graded_jsonl(name: str, text: str) -> list[GradedRow]:
     rows: list[GradedRow] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in json_lines(text):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json.loads(line, object_pairs_hook=_unique_keys(name, number))
         except json.JSONDecodeError as exc:
             msg = f"{name}: line {number} is not valid JSON ({exc.msg} at column {exc.colno})"
             raise DatasetError(msg) from exc
@@ -383,7 +329,11 @@ def _graded_jsonl(name: str, text: str) -> list[GradedRow]:
 
 
 def _parse_graded(name: str, suffix: str, data: bytes) -> list[GradedRow]:
-    text = _decode(name, data)
+    with _dataset_errors():
+        return _parse_graded_text(name, suffix, decode_table(name, data))
+
+
+def _parse_graded_text(name: str, suffix: str, text: str) -> list[GradedRow]:
     if suffix not in DATASET_SUFFIXES:
         msg = f"{name}: use a .csv (with 'input' and 'output' columns) or a .jsonl file"
         raise DatasetError(msg)

@@ -14,17 +14,26 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from langchain_core.messages import AIMessage, HumanMessage
 
 from rubric_core.batch.limits import local_book
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
+from rubric_core.grader.logs import run_context
 from rubric_core.providers.ratelimit import use_book
-from rubric_core.rubric import parse_rubric
-from rubric_core.runs.spec import validate_concurrency
-from rubric_core.schema import GRADED_KIND, HUMAN_GRADER_PREFIX, MAX_CONCURRENCY
+from rubric_core.rubric import parse_criteria
+from rubric_core.runs.spec import SpecError, lone_surrogate, validate_concurrency
+from rubric_core.runs.validate import grader_problem
+from rubric_core.schema import (
+    CHECKS_GRADER,
+    GRADED_KIND,
+    HUMAN_GRADER_PREFIX,
+    MAX_CONCURRENCY,
+    is_checks_only_grader,
+    quoted,
+)
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.background import BatchJob
 from rubric_core.workbench.datasets import MAX_OUTPUT_CHARS, load_graded_dataset
@@ -34,7 +43,7 @@ if TYPE_CHECKING:
 
     from rubric_core.middleware import RubricMiddleware
     from rubric_core.providers.ratelimit import RateLimit
-    from rubric_core.schema import RubricEvaluation
+    from rubric_core.schema import CriterionVerdict, RubricEvaluation
     from rubric_core.store import Store
     from rubric_core.workbench.datasets import GradedRow
 
@@ -42,16 +51,20 @@ __all__ = [
     "GradeSummary",
     "GraderFactory",
     "GradingError",
+    "check_grader",
+    "code_verdicts",
     "grade_by_person",
     "grade_file",
     "grade_one",
     "grade_outputs",
+    "grader_label",
     "resolve_rubric",
     "start_graded_batch",
 ]
 
-GraderFactory = Callable[[], "BaseChatModel"]
-"""Makes a fresh grader model per pass (a replay model's position belongs to its instance)."""
+GraderFactory = Callable[[], "BaseChatModel | None"]
+"""Makes a fresh grader model per pass (a replay model's position belongs to its instance);
+`None` for no grader (code checks only)."""
 
 
 class GradingError(InputError):
@@ -76,6 +89,9 @@ class GradeSummary(TypedDict):
     by_result: dict[str, int]
     """How many passes ended `satisfied`, `needs_revision`, `failed`, `grader_error`."""
 
+    skipped: int
+    """Rows a resumed `grade` skipped: their run had ended before."""
+
 
 def resolve_rubric(store: Store, reference: str) -> dict[str, Any]:
     """The rubric version `NAME` (its latest) or `NAME@VERSION` names.
@@ -93,20 +109,45 @@ def resolve_rubric(store: Store, reference: str) -> dict[str, Any]:
     if not version:
         return versions[-1]
     if not version.strip().isdigit():
-        msg = f"rubric {reference!r}: the version after '@' must be a number, got {version!r}"
+        msg = f"rubric {quoted(reference)}: the version after '@' must be a number, got {quoted(version)}"
         raise GradingError(msg)
     for row in versions:
         if row["version"] == int(version):
             return row
     known = ", ".join(str(v["version"]) for v in versions)
-    msg = f"rubric {name!r} has no version {version} (versions: {known})"
+    msg = f"rubric {quoted(name)} has no version {version} (versions: {known})"
     raise GradingError(msg)
+
+
+def grader_label(grader_model: str) -> str:
+    """How a grader is recorded on a run: `checks` for no grader, else the spec as given.
+
+    Examples:
+        >>> grader_label("none"), grader_label("replay:haiku")
+        ('checks', 'replay:haiku')
+    """
+    return CHECKS_GRADER if is_checks_only_grader(grader_model) else grader_model
+
+
+def check_grader(grader_model: str, version: Mapping[str, Any]) -> None:
+    """Refuse a grader that cannot grade `version` (`runs.grader_problem`, the same check
+    as a run's): no grader for a rubric with a judged criterion, or a replay grader
+    scripted for another rubric.
+
+    Raises:
+        GradingError: Naming the criteria, or the scenario and what to use instead.
+    """
+    problem = grader_problem(grader_model, version)
+    if problem is not None:
+        raise GradingError(problem)
 
 
 def _grader_factory(grader_model: str, base_url: str | None, api_key: str | None) -> GraderFactory:
     from rubric_core.providers import resolve_model
 
-    def make() -> BaseChatModel:
+    def make() -> BaseChatModel | None:
+        if is_checks_only_grader(grader_model):
+            return None  # code checks decide every criterion (check_grader made sure)
         return resolve_model(grader_model, role="grader", base_url=base_url, api_key=api_key)
 
     make()  # a bad spec or a missing key is reported before anything is stored
@@ -162,6 +203,47 @@ def _check_output(output: str) -> None:
         raise GradingError(msg)
 
 
+def _check_rows(rows: Sequence[GradedRow]) -> None:
+    """Every row's input and output storable (a lone surrogate is not), before anything runs."""
+    for index, row in enumerate(rows):
+        number = row.get("row", index + 1)
+        for key in ("input", "output"):
+            value = row.get(key)
+            problem = lone_surrogate(value) if isinstance(value, str) else "is not text"
+            if problem is not None:
+                raise SpecError(f"row {number}: {key}", problem)
+
+
+def _resumable(store: Store, batch_id: str, rows: Sequence[GradedRow], version_id: int) -> set[int]:
+    """The rows of graded batch `batch_id` whose run ended; the batch must be one of these
+    rows against this rubric version."""
+    runs = store.batch_runs(batch_id)
+    if not runs:
+        msg = f"no batch {quoted(batch_id)} to resume; give the batch id `grade` printed"
+        raise GradingError(msg)
+    other = [
+        r for r in runs if r["agent_kind"] != GRADED_KIND or r["rubric_version_id"] != version_id
+    ]
+    if other:
+        msg = (
+            f"batch {quoted(batch_id)} is not a grade of this rubric version (run {other[0]['id']}); "
+            "resume it with the same --rubric"
+        )
+        raise GradingError(msg)
+    beyond = [r for r in runs if r["input_index"] is not None and r["input_index"] >= len(rows)]
+    if beyond:
+        msg = (
+            f"batch {quoted(batch_id)} has row {beyond[0]['input_index'] + 1} but the file has "
+            f"{len(rows)} rows; resume it with the same file"
+        )
+        raise GradingError(msg)
+    return {
+        int(r["input_index"])
+        for r in runs
+        if r["input_index"] is not None and r["status"] not in ("running", "interrupted")
+    }
+
+
 def _store_pass(
     store: Store,
     version: dict[str, Any],
@@ -173,8 +255,18 @@ def _store_pass(
     grader_tools: Sequence[str],
     grader_system_prompt: str | None,
     batch_id: str | None,
-) -> tuple[int, int | None, RubricEvaluation | None]:
-    """Create a graded run, grade its transcript, record the pass, close the run."""
+    labels: Mapping[str, bool] | None = None,
+    reviewer: str = "",
+    input_index: int | None = None,
+    resuming: bool = False,
+) -> tuple[int, int | None, RubricEvaluation | None, int]:
+    """Create a graded run, grade its transcript, record the pass with its labels (one
+    transaction), close the run; returns (run, pass, its record, labels stored).
+
+    With `input_index` (and `batch_id`), `resuming` an input that already has a run (an
+    interrupted `grade`) continues that run: taken over, and a pass it already stored is
+    kept rather than graded again.
+    """
     run_id = store.create_run(
         rubric_version_id=version["id"],
         input=input,
@@ -185,28 +277,49 @@ def _store_pass(
         agent_kind=GRADED_KIND,
         grader_system_prompt=grader_system_prompt,
         batch_id=batch_id,
+        input_index=input_index,
     )
+    if resuming:
+        store.resume_run(run_id)  # an interrupted input's run: this process owns it now
+        kept = store.run_evaluations(run_id)
+        if kept:  # its pass was stored (with its labels) before the interruption
+            last = kept[-1]
+            retry_write(
+                lambda: store.finish_run(run_id, status=last["status"], final_output=output),
+                what=f"the end of run {run_id}",
+            )
+            return run_id, int(last["id"]), cast("RubricEvaluation", last), 0
     messages: list[Any] = [HumanMessage(input), AIMessage(output)]
+    labelled = 0
     try:
         retry_write(lambda: store.save_transcript(run_id, messages), what=f"run {run_id}'s input")
-        evaluation = grade(messages)
-        # Stored before the batch goes on, or the run says the pass could not be (below).
-        evaluation_id = retry_write(
-            lambda: store.record_evaluation(run_id, evaluation),
-            what=f"the graded pass of run {run_id}",
-        )
+        with run_context(run_id):
+            evaluation = grade(messages)
+        # Stored before the batch goes on, or the run says the pass could not be (below);
+        # a row's labels in the same transaction as its pass.
+        if labels and evaluation["criteria"]:
+            given = dict(labels)
+            evaluation_id, labelled = retry_write(
+                lambda: store.record_labelled_pass(run_id, evaluation, given, reviewer=reviewer),
+                what=f"the graded pass of run {run_id} and its labels",
+            )
+        else:
+            evaluation_id = retry_write(
+                lambda: store.record_evaluation(run_id, evaluation),
+                what=f"the graded pass of run {run_id}",
+            )
     except Exception as exc:
         error = f"{exc}"
         retry_write(
             lambda: store.finish_run(run_id, status="error", final_output=output, error=error),
             what=f"the end of run {run_id}",
         )
-        return run_id, None, None
+        return run_id, None, None, 0
     retry_write(
         lambda: store.finish_run(run_id, status=evaluation["status"], final_output=output),
         what=f"the end of run {run_id}",
     )
-    return run_id, evaluation_id, evaluation
+    return run_id, evaluation_id, evaluation, labelled
 
 
 def grade_one(
@@ -232,16 +345,17 @@ def grade_one(
     """
     _check_output(output)
     version = store.get_rubric_version(version_id)
+    check_grader(grader_model, version)
     llm = grader_llm or _grader_factory(grader_model, base_url, api_key)()
     middleware = build_grader(
         llm, grader_tools=grader_tools, grader_system_prompt=grader_system_prompt, samples=samples
     )
-    run_id, evaluation_id, evaluation = _store_pass(
+    run_id, evaluation_id, evaluation, _ = _store_pass(
         store,
         version,
         input=input,
         output=output,
-        grader_label=grader_model,
+        grader_label=grader_label(grader_model),
         grade=lambda messages: middleware.grade_transcript(messages, version["text"]),
         grader_tools=grader_tools,
         grader_system_prompt=grader_system_prompt,
@@ -266,9 +380,15 @@ def grade_outputs(
     batch_id: str | None = None,
     grader_llm_factory: GraderFactory | None = None,
     stop_event: threading.Event | None = None,
+    resume: bool = False,
     rate_limit: RateLimit | None = None,
 ) -> GradeSummary:
     """Grade every row's output once, `max_concurrency` at a time; store labels given.
+
+    Each row's run is the batch's input at the row's position, its labels stored in the
+    transaction of its pass. With `resume` (and the `batch_id` of an earlier, interrupted
+    `grade` of the same rows), rows whose run ended are skipped, and an interrupted row's
+    run is continued (its stored pass kept, else graded now).
 
     Everything is checked first (the rubric version, every row's labels against its
     criteria, the grader model and tools), so a bad request stores nothing.
@@ -281,6 +401,7 @@ def grade_outputs(
         source: The reviewer name of the dataset's labels (the file's name).
         grader_llm_factory: Makes each pass's grader model instead of `grader_model`.
         stop_event: When set, rows not yet started are skipped.
+        resume: Continue the batch `batch_id` (see above).
         rate_limit: Requests and tokens per minute per endpoint, shared by every row's pass.
 
     Raises:
@@ -291,19 +412,22 @@ def grade_outputs(
         msg = "no rows to grade"
         raise GradingError(msg)
     workers = validate_concurrency(max_concurrency)
+    _check_rows(rows)
     version = store.get_rubric_version(rubric_version_id)
     labels = _check_labels(version, rows)
-    make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
+    check_grader(grader_model, version)
+    make: GraderFactory = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools, samples=samples)  # checks tools, samples
     batch = batch_id or f"graded-{uuid.uuid4().hex[:16]}"
+    finished = _resumable(store, batch, rows, rubric_version_id) if resume else set()
     book = local_book(rate_limit)
 
-    def one(index: int) -> tuple[int, int | None, RubricEvaluation | None] | None:
+    def one(index: int) -> tuple[int, int | None, RubricEvaluation | None, int] | None:
         with use_book(book):
             return graded(index)
 
-    def graded(index: int) -> tuple[int, int | None, RubricEvaluation | None] | None:
-        if stop_event is not None and stop_event.is_set():
+    def graded(index: int) -> tuple[int, int | None, RubricEvaluation | None, int] | None:
+        if index in finished or (stop_event is not None and stop_event.is_set()):
             return None
         row = rows[index]
         middleware = build_grader(
@@ -317,11 +441,15 @@ def grade_outputs(
             version,
             input=row["input"],
             output=row["output"],
-            grader_label=grader_model,
+            grader_label=grader_label(grader_model),
             grade=lambda messages: middleware.grade_transcript(messages, version["text"]),
             grader_tools=grader_tools,
             grader_system_prompt=grader_system_prompt,
             batch_id=batch,
+            labels=labels[index],
+            reviewer=source,
+            input_index=index,
+            resuming=resume,
         )
 
     with ThreadPoolExecutor(max_workers=min(workers, MAX_CONCURRENCY)) as pool:
@@ -332,17 +460,17 @@ def grade_outputs(
         "evaluation_ids": [],
         "labelled": 0,
         "by_result": {},
+        "skipped": len(finished),
     }
     results: Counter[str] = Counter()
-    for outcome, row_labels in zip(done, labels, strict=True):
+    for outcome in done:
         if outcome is None:
             continue
-        run_id, evaluation_id, evaluation = outcome
+        run_id, evaluation_id, evaluation, labelled = outcome
         summary["run_ids"].append(run_id)
         summary["evaluation_ids"].append(evaluation_id)
         results[evaluation["result"] if evaluation else "error"] += 1
-        if evaluation_id is not None and row_labels and evaluation and evaluation["criteria"]:
-            summary["labelled"] += store.set_labels(evaluation_id, row_labels, reviewer=source)
+        summary["labelled"] += labelled
     summary["by_result"] = dict(results)
     return summary
 
@@ -388,7 +516,9 @@ def start_graded_batch(
         msg = "no rows to grade"
         raise GradingError(msg)
     validate_concurrency(concurrency)
-    _check_labels(store.get_rubric_version(version_id), rows)
+    version = store.get_rubric_version(version_id)
+    _check_labels(version, rows)
+    check_grader(grader_model, version)
     factory = _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools, samples=samples)
     job = BatchJob(batch_id=f"graded-{uuid.uuid4().hex[:16]}", total=len(rows))
@@ -432,23 +562,28 @@ def grade_by_person(
 ) -> int:
     """A person grades an output: recorded as a graded pass exactly as a model's, and as labels.
 
-    The verdicts go through the grader's own checks (`grader.outcome_from_verdicts`: every
-    criterion judged, a gap on each fail) and the same record (`grade_transcript`); the run's
-    `grader_model` is `human:<reviewer>`. Decided verdicts are also stored as the
-    reviewer's labels; `None` (could not verify) is recorded as insufficient evidence.
+    The pass is the loop's own (`grade_transcript`): the rubric's code checks run on the
+    output and decide their criteria (stored with `checked_by: "code"`); the person is
+    the judge of the others only, their verdicts checked by the grader's own rules
+    (`grader.outcome_from_verdicts`: every judged criterion, a gap on each fail). The
+    result and score follow from all of them, so a failing check fails the pass. The
+    run's `grader_model` is `human:<reviewer>`. The person's decided verdicts are also
+    stored as their labels; `None` (could not verify) is recorded as insufficient evidence.
 
     Args:
-        verdicts: Criterion to `True` (pass), `False` (fail) or `None` (insufficient).
+        verdicts: Judged criterion to `True` (pass), `False` (fail) or `None`
+            (insufficient). A criterion a code check decides takes no verdict here
+            (`code_verdicts` shows what the checks decided).
         gaps: What is missing, per failed (or insufficient) criterion.
 
     Returns:
         The run id.
 
     Raises:
-        GradingError: A criterion left out, not in the rubric, or failed without a gap;
-            nothing is stored.
+        GradingError: A judged criterion left out, one not in the rubric, a verdict on a
+            checked criterion, or a fail without a gap; nothing is stored.
     """
-    from rubric_core.grader import outcome_from_verdicts
+    from rubric_core.grader import judged_names, outcome_from_verdicts
 
     reviewer = (reviewer or "").strip()
     if not reviewer:
@@ -456,10 +591,16 @@ def grade_by_person(
         raise GradingError(msg)
     _check_output(output)
     version = store.get_rubric_version(version_id)
-    criteria = parse_rubric(version["text"])
+    specs = parse_criteria(version["text"])
+    judged = judged_names(specs)
     gaps = gaps or {}
     try:
-        spelling = check_label_criteria(verdicts, criteria, rubric=version["name"])
+        spelling = check_label_criteria(verdicts, [c.name for c in specs], rubric=version["name"])
+        by_code = [spelling[name] for name in verdicts if spelling[name] not in judged]
+        if by_code:
+            names = ", ".join(map(repr, by_code))
+            msg = f"{names} {'is' if len(by_code) == 1 else 'are'} decided by a code check; give verdicts on the other criteria only"
+            raise ValueError(msg)
         given = [
             {
                 "name": spelling[name],
@@ -469,12 +610,13 @@ def grade_by_person(
             }
             for name, value in verdicts.items()
         ]
-        outcome = outcome_from_verdicts(criteria, given, explanation=explanation)
+        outcome = outcome_from_verdicts(judged, given, explanation=explanation)
     except ValueError as exc:
         msg = f"the verdicts cannot be recorded: {exc}"
         raise GradingError(msg) from exc
     middleware = build_grader(None)  # a person's verdict: no model is called
-    run_id, evaluation_id, _ = _store_pass(
+    decided = {c["name"]: c["passed"] for c in outcome.criteria if not c.get("insufficient")}
+    run_id, _, _, _ = _store_pass(
         store,
         version,
         input=input,
@@ -486,8 +628,22 @@ def grade_by_person(
         grader_tools=(),
         grader_system_prompt=None,
         batch_id=batch_id,
+        labels=decided,  # stored with the pass, in its transaction
+        reviewer=reviewer,
     )
-    decided = {c["name"]: c["passed"] for c in outcome.criteria if not c.get("insufficient")}
-    if evaluation_id is not None and decided:
-        store.set_labels(evaluation_id, decided, reviewer=reviewer)
     return run_id
+
+
+def code_verdicts(text: str, output: str) -> list[CriterionVerdict]:
+    """What the rubric's code checks decide on `output`, in rubric order (the person
+    grader's form shows them as decided, with their evidence, before it asks the rest).
+
+    The same checks a pass runs (`tools.checks.run_checks`); nothing is stored.
+
+    Examples:
+        >>> [v["passed"] for v in code_verdicts("- Two lines {lines == 2}\\n- Is kind", "a\\nb")]
+        [True]
+    """
+    from rubric_core.tools.checks import run_checks
+
+    return list(run_checks(parse_criteria(text), output).values())

@@ -20,11 +20,19 @@ from langchain_core.messages import AIMessage, HumanMessage
 from rubric_core.batch.limits import local_book
 from rubric_core.errors import InputError
 from rubric_core.evaluate import ConsistencyReport, consistency_report
+from rubric_core.grader.judges import check_judges
+from rubric_core.grader.logs import run_context
 from rubric_core.providers.ratelimit import use_book
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.store import RunFilters
-from rubric_core.workbench.grade import GraderFactory, _grader_factory, build_grader
+from rubric_core.workbench.grade import (
+    GraderFactory,
+    _grader_factory,
+    build_grader,
+    check_grader,
+    grader_label,
+)
 
 if TYPE_CHECKING:
     from rubric_core.providers.ratelimit import RateBook, RateLimit
@@ -35,6 +43,7 @@ __all__ = [
     "RegradeJob",
     "RegradeResult",
     "regrade",
+    "resume_regrade",
     "select_passes",
     "start_regrade",
 ]
@@ -145,6 +154,8 @@ class _Plan:
     grader_system_prompt: str | None
     concurrency: int
     stop_event: threading.Event = field(default_factory=threading.Event)
+    done: set[tuple[int, int]] = field(default_factory=set)
+    """(source pass, sample) already graded: a resumed experiment skips them."""
     book: RateBook | None = None
     """The re-grade's rate limit, one budget for all its threads (`None`: unpaced)."""
 
@@ -156,7 +167,12 @@ class _Plan:
             with use_book(self.book):
                 return self._grade(item, sample)
 
-        tasks = [(item, sample) for item in self.items for sample in range(self.samples)]
+        tasks = [
+            (item, sample)
+            for item in self.items
+            for sample in range(self.samples)
+            if (int(item["evaluation_id"]), sample) not in self.done
+        ]
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             results = list(pool.map(one, tasks))
         done = [r for r in results if r is not None]
@@ -170,11 +186,12 @@ class _Plan:
             grader_system_prompt=self.grader_system_prompt,
         )
         messages: list[Any] = [HumanMessage(item["input"]), AIMessage(item["draft"])]
-        evaluation = middleware.grade_transcript(
-            messages,
-            self.version["text"],
-            grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
-        )
+        with run_context(item.get("run_id", f"of pass {item['evaluation_id']}")):
+            evaluation = middleware.grade_transcript(
+                messages,
+                self.version["text"],
+                grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
+            )
         self.store.record_experiment_item(
             self.experiment_id, int(item["evaluation_id"]), sample, evaluation
         )
@@ -200,15 +217,21 @@ def _prepare(
     grader_llm_factory: GraderFactory | None,
     rate_limit: RateLimit | None = None,
 ) -> _Plan:
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 20:
-        msg = f"samples must be an int between 1 and 20, got {samples!r}"
-        raise RegradeError(msg)
+    try:
+        check_judges(None, None, samples)  # the middleware's own rule: 1 to 20
+    except (TypeError, ValueError) as exc:
+        raise RegradeError(str(exc)) from exc
     concurrency = min(validate_concurrency(max_concurrency), MAX_CONCURRENCY)
     items, source = select_passes(
         store, run_ids=run_ids, batch_id=batch_id, filters=filters, all_passes=all_passes
     )
     version = _versions(store, items, rubric_version_id)
-    make = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
+    try:
+        check_grader(grader_model, version)
+    except InputError as exc:
+        raise RegradeError(str(exc)) from exc
+    grader_model = grader_label(grader_model)
+    make: GraderFactory = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
     build_grader(None, grader_tools=grader_tools)  # unknown tools raise here
     label = name or (
         f"{version['name']}@{version['version']} by {grader_model}"
@@ -324,6 +347,60 @@ def regrade(
         grader_llm_factory=grader_llm_factory,
         rate_limit=rate_limit,
     )
+    return _finish(plan)
+
+
+def resume_regrade(
+    store: Store,
+    experiment_id: int,
+    *,
+    max_concurrency: int = DEFAULT_REGRADE_CONCURRENCY,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    grader_llm_factory: GraderFactory | None = None,
+    rate_limit: RateLimit | None = None,
+) -> RegradeResult:
+    """Continue an experiment that did not finish (`interrupted`, `stopped` or `error`):
+    the same selection and settings, the gradings it stored kept, the others done now.
+
+    Returns:
+        As `regrade`; `items` counts the gradings made now.
+
+    Raises:
+        RegradeError: The experiment is done, or still running in a live process.
+    """
+    experiment = store.get_experiment(experiment_id)
+    if experiment["status"] in ("done", "running"):
+        state = "is done" if experiment["status"] == "done" else "is still running"
+        msg = f"experiment {experiment_id} {state}; only an unfinished experiment resumes"
+        raise RegradeError(msg)
+    source = experiment["source"] or {}
+    filters = source.get("filters")
+    items, _ = select_passes(
+        store,
+        run_ids=source.get("run_ids"),
+        batch_id=source.get("batch_id"),
+        filters=RunFilters(**filters) if filters else None,
+        all_passes=bool(source.get("all_passes")),
+    )
+    grader_model = experiment["grader_model"]
+    plan = _Plan(
+        store=store,
+        experiment_id=experiment_id,
+        version=store.get_rubric_version(experiment["rubric_version_id"]),
+        items=items,
+        samples=int(experiment["samples"]),
+        make=grader_llm_factory or _grader_factory(grader_model, base_url, api_key),
+        grader_tools=list(experiment["grader_tools"]),
+        grader_system_prompt=experiment["grader_system_prompt"],
+        concurrency=min(validate_concurrency(max_concurrency), MAX_CONCURRENCY),
+        done={
+            (int(item["evaluation_id"]), int(item["sample"]))
+            for item in store.experiment_items(experiment_id)
+        },
+        book=local_book(rate_limit),
+    )
+    store.resume_experiment(experiment_id)
     return _finish(plan)
 
 

@@ -29,6 +29,26 @@ from rubric_core.schema import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, REPLAY_PREFI
 DEFAULT_REPLAY_SCENARIO = "find_duplicates"
 """The scenario `default_models` names when no API key is configured."""
 
+SCENARIO_RUBRIC_TAGS: tuple[str, ...] = ("scenario",)
+"""The tags a bundled scenario's saved rubric carries (`run --scenario`, Try it, the pages)."""
+
+SCENARIO_RUBRIC_NOTE = "bundled scenario"
+"""The note of a version saved from a bundled scenario's rubric."""
+
+
+def scenario_rubric_name(scenario: str) -> str:
+    """The name a bundled scenario's rubric is saved under: the scenario's own name, the
+    one rule of Try it, the Run and Batch pages' "Use scenario" and `run --scenario`, so
+    a rubric filter finds every run of the demo. (Before, `run --scenario` saved it as
+    `scenario-<name>`; such rubrics stay stored and readable under that name.)
+
+    Examples:
+        >>> scenario_rubric_name("replay:haiku"), scenario_rubric_name("haiku")
+        ('haiku', 'haiku')
+    """
+    return scenario.removeprefix(REPLAY_PREFIX).split("?", 1)[0].strip()
+
+
 _FENCE_RE = re.compile(
     r"^[ \t]*```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE
 )

@@ -1,7 +1,9 @@
 """The PostgreSQL backend: psycopg 3 and a `psycopg_pool.ConnectionPool`; the SQL is `store.queries`'.
 
 Every write takes a pooled connection, runs in one transaction and commits before it
-returns (`synchronous_commit` is left on, so a committed pass survives a server crash).
+returns (`synchronous_commit` is left on, so a committed pass survives a server crash;
+only a write made with `durable=False`, a run's row before its first pass, turns it off
+for its own transaction).
 Many processes and hosts may share the database: migrations run under an advisory lock,
 rubric versions are numbered under a row lock, and a batch input's run is unique.
 """
@@ -52,6 +54,38 @@ def to_pyformat(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
+def _port(url: str) -> int:
+    """The URL's port (5432 when it names none); `urlsplit` raises on a non-numeric one."""
+    try:
+        return urlsplit(url).port or 5432
+    except ValueError:
+        return 0
+
+
+def check_url(url: str) -> None:
+    """Refuse a URL psycopg could only fail on with a traceback: a port that is no number.
+
+    Raises:
+        StoreError: Of kind `invalid`, one sentence naming the port (never the password).
+
+    Examples:
+        >>> check_url("postgresql://u:pw@db:5432/studio")
+        >>> check_url("postgresql://u:pw@db:fivefour/studio")
+        Traceback (most recent call last):
+        ...
+        rubric_core.store.errors.StoreInputError: the PostgreSQL URL postgresql://u:***@db:fivefour/studio has port 'fivefour', which is not a number from 1 to 65535; fix the URL (--db or $RUBRIC_STUDIO_DB)
+    """
+    if _port(url):
+        return
+    netloc = urlsplit(url).netloc
+    port = netloc.rsplit(":", 1)[-1] if ":" in netloc.rsplit("@", 1)[-1] else ""
+    msg = (
+        f"the PostgreSQL URL {redact_url(url)} has port {port[:20]!r}, which is not a number "
+        f"from 1 to 65535; fix the URL (--db or ${DB_ENV_VAR})"
+    )
+    raise StoreError(msg, kind="invalid")
+
+
 def server_name(url: str) -> str:
     """`user@host:port/database` of a URL, never its password.
 
@@ -61,7 +95,7 @@ def server_name(url: str) -> str:
     """
     parts = urlsplit(url)
     user = f"{parts.username}@" if parts.username else ""
-    return f"{user}{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"[:200]
+    return f"{user}{parts.hostname or 'localhost'}:{_port(url)}{parts.path or '/'}"[:200]
 
 
 def translate(exc: BaseException, url: str) -> BaseException:
@@ -73,7 +107,7 @@ def translate(exc: BaseException, url: str) -> BaseException:
         return exc
     where = server_name(url)
     parts = urlsplit(url)
-    host = f"{parts.hostname or 'localhost'}:{parts.port or 5432}"
+    host = f"{parts.hostname or 'localhost'}:{_port(url)}"
     text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
     if parts.password:
         text = text.replace(parts.password, "***")
@@ -155,6 +189,7 @@ class PostgresBackend(SQLBackend):
     dialect = _DIALECT
 
     def __init__(self, url: str, *, timeout_s: float, max_size: int = 8) -> None:
+        check_url(url)
         self.url = url
         self.timeout_s = timeout_s
         connect_timeout = max(1, round(timeout_s))
@@ -193,13 +228,15 @@ class PostgresBackend(SQLBackend):
     def _closed_error(self) -> StoreError:
         return StoreError(f"store {redact_url(self.url)} is closed", kind="invalid")
 
-    def _write(self, job: Callable[[Tx], _T]) -> _T:
+    def _write(self, job: Callable[[Tx], _T], *, durable: bool = True) -> _T:
         if self.pool.closed:
             raise self._closed_error()
         if self.refusal is not None:
             raise write_refused(self.refusal)
         # The pool commits when the block ends without error, rolls back otherwise.
         with translating(self.url), self.pool.connection() as conn:
+            if not durable:  # this transaction only; the next synchronous commit flushes it
+                conn.execute("SET LOCAL synchronous_commit = off")
             return job(_PgTx(conn))
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:

@@ -8,15 +8,18 @@ runs and passes are never changed.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.evaluate import combine_panel
+from rubric_core.schema import is_single_line
 from rubric_core.store.errors import StoreError
+from rubric_core.store.owner import current_owner, pid_alive
 from rubric_core.store.queries.passes import PassQueries
 from rubric_core.store.rows import evaluation_row, pass_run_id, stored_verdict
 from rubric_core.store.sqlbase import now_iso, returned_id
-from rubric_core.store.validation import optional_text, require_int, require_text
+from rubric_core.store.validation import MAX_NAME_CHARS, optional_text, require_int, require_text
 
 if TYPE_CHECKING:
     from rubric_core.schema import RubricEvaluation
@@ -24,13 +27,15 @@ if TYPE_CHECKING:
 
 __all__ = ["EXPERIMENT_STATUSES", "ExperimentQueries"]
 
-EXPERIMENT_STATUSES: tuple[str, ...] = ("running", "done", "stopped", "error")
-"""An experiment is `running` while it grades, then `done`, `stopped` (on request) or `error`."""
+EXPERIMENT_STATUSES: tuple[str, ...] = ("running", "done", "stopped", "error", "interrupted")
+"""An experiment is `running` while it grades, then `done`, `stopped` (on request) or
+`error`; `interrupted` when its process went away mid-way (marked when a store opens, as
+for runs); `regrade --resume` continues a stopped or interrupted one."""
 
 _COLUMNS = (
     "x.id, x.name, rb.name AS rubric, x.rubric_id, x.rubric_version_id, rv.version, "
     "x.grader_model, x.grader_system_prompt, x.grader_tools, x.samples, x.all_passes, "
-    "x.source, x.status, x.error, x.created_at, x.finished_at, "
+    "x.source, x.status, x.error, x.created_at, x.finished_at, x.pid, x.host, x.proc_start, "
     "(SELECT COUNT(*) FROM experiment_items i WHERE i.experiment_id = x.id) AS items"
 )
 _FROM = (
@@ -40,6 +45,17 @@ _FROM = (
 
 
 def _decode(row: dict[str, Any]) -> dict[str, Any]:
+    pid, host, proc_start = row.pop("pid"), row.pop("host"), row.pop("proc_start")
+    if (
+        row["status"] == "running"
+        and host in (None, socket.gethostname())
+        and not pid_alive(pid, proc_start)
+    ):  # its process is gone; the next opening of the store records it (`mark_interrupted`)
+        row["status"] = "interrupted"
+        row["error"] = (
+            f"its process exited while it was grading; continue it with "
+            f"`regrade --resume {row['id']}`"
+        )
     row["grader_tools"] = json.loads(row["grader_tools"] or "[]")
     row["source"] = json.loads(row["source"] or "{}")
     row["all_passes"] = bool(row["all_passes"])
@@ -67,6 +83,9 @@ class ExperimentQueries(PassQueries):
             StoreError: A field is invalid or the rubric version does not exist.
         """
         name = require_text(name, "experiment name").strip()
+        if len(name) > MAX_NAME_CHARS or not is_single_line(name):
+            msg = f"experiment name must be one line of at most {MAX_NAME_CHARS} characters"
+            raise StoreError(msg, kind="invalid")
         version_id = require_int(rubric_version_id, "rubric_version_id", minimum=1)
         grader_model = require_text(grader_model, "grader_model").strip()
         optional_text(grader_system_prompt, "grader_system_prompt")
@@ -92,8 +111,9 @@ class ExperimentQueries(PassQueries):
             inserted = tx.one(
                 "INSERT INTO experiments (name, rubric_version_id, grader_model, "
                 "grader_system_prompt, grader_tools, samples, all_passes, source, created_at, "
-                "rubric_id, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running') RETURNING id",
-                (*values, row[0]),
+                "rubric_id, pid, host, proc_start, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running') RETURNING id",
+                (*values, row[0], *current_owner()),
             )
             return returned_id(inserted)
 
@@ -175,6 +195,22 @@ class ExperimentQueries(PassQueries):
             )
 
         self._backend.write(job)
+
+    def resume_experiment(self, experiment_id: int) -> None:
+        """Mark an experiment `running` again, owned by this process (`regrade --resume`).
+
+        Raises:
+            StoreError: Unknown experiment.
+        """
+        self.get_experiment(experiment_id)
+        owner = current_owner()
+        self._backend.write(
+            lambda tx: tx.run(
+                "UPDATE experiments SET status = 'running', error = NULL, finished_at = NULL, "
+                "pid = ?, host = ?, proc_start = ? WHERE id = ?",
+                (*owner, experiment_id),
+            )
+        )
 
     def get_experiment(self, experiment_id: int) -> dict[str, Any]:
         """One experiment's settings, status and item count.

@@ -76,10 +76,7 @@ _RUNS_SELECT = """
     FROM runs r
     JOIN rubric_versions rv ON rv.id = r.rubric_version_id
     JOIN rubrics rb ON rb.id = r.rubric_id
-    LEFT JOIN evaluations le ON le.id = (
-        SELECT e.id FROM evaluations e WHERE e.run_id = r.id
-        ORDER BY e.started_at DESC, e.id DESC LIMIT 1
-    )
+    LEFT JOIN evaluations le ON le.id = r.final_evaluation_id
     WHERE {where}
     ORDER BY r.started_at, r.id
 """

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rubric_core.schema import MAX_NOTE_CHARS, cut_text
 from rubric_core.store.errors import StoreError
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.queries.experiments import ExperimentQueries
@@ -19,6 +20,7 @@ from rubric_core.store.sqlbase import now_iso
 from rubric_core.store.validation import require_int, require_text
 
 if TYPE_CHECKING:
+    from rubric_core.schema import RubricEvaluation
     from rubric_core.store.sqlbase import Tx
 
 __all__ = ["LabelQueries", "LabelRecord"]
@@ -46,7 +48,13 @@ def _clean_label(position: str, label: Mapping[str, Any]) -> tuple[int, str, boo
     if note is not None and not isinstance(note, str):
         msg = f"{position} ({criterion!r}): note must be text, got {note!r}"
         raise StoreError(msg, kind="invalid")
-    return evaluation_id, criterion, passed, reviewer, (note or "").strip()
+    return (
+        evaluation_id,
+        criterion,
+        passed,
+        reviewer,
+        cut_text((note or "").strip(), MAX_NOTE_CHARS),
+    )
 
 
 def write_labels(tx: Tx, rows: Sequence[tuple[int, str, bool, str, str]]) -> int:
@@ -134,6 +142,45 @@ class LabelQueries(ExperimentQueries):
     ) -> None:
         """Label (or relabel) one criterion of one pass. Raises as `set_labels`."""
         self.set_labels(evaluation_id, {criterion: human_passed}, reviewer=reviewer, note=note)
+
+    def record_labelled_pass(
+        self,
+        run_id: int,
+        evaluation: RubricEvaluation,
+        labels: Mapping[str, bool],
+        *,
+        reviewer: str,
+    ) -> tuple[int, int]:
+        """`record_evaluation` and `set_labels` on that pass, in one transaction: a pass is
+        never kept without the labels that came with it (a graded dataset's row, a
+        person's verdicts), nor labels without their pass. Returns (evaluation id, labels).
+
+        Raises:
+            StoreError: As the two do; nothing is stored then.
+        """
+        if not isinstance(labels, Mapping):
+            msg = f"labels must map criterion to true/false, got {labels!r}"
+            raise StoreError(msg, kind="invalid")
+        record = self._pass_job(run_id, evaluation)
+        given = dict(labels)
+
+        def job(tx: Tx) -> tuple[int, int]:
+            evaluation_id = record(tx)
+            rows = [
+                _clean_label(
+                    f"label {i + 1}",
+                    {
+                        "evaluation_id": evaluation_id,
+                        "criterion": criterion,
+                        "human_passed": passed,
+                        "reviewer": reviewer,
+                    },
+                )
+                for i, (criterion, passed) in enumerate(given.items())
+            ]
+            return evaluation_id, write_labels(tx, rows) if rows else 0
+
+        return self._backend.write(job)
 
     def import_labels(self, labels: Iterable[Mapping[str, Any]]) -> int:
         """Store many labels `{evaluation_id, criterion, human_passed, reviewer, note?}` in

@@ -15,16 +15,16 @@ from rubric_core.store.sqlbase import now_iso, returned_id
 from rubric_core.store.validation import require_int
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rubric_core.schema import RubricEvaluation
     from rubric_core.store.sqlbase import Tx
 
 __all__ = ["PassQueries"]
 
-_LATEST_PASS = (
-    "(SELECT e.id FROM evaluations e WHERE e.run_id = r.id "
-    "ORDER BY e.started_at DESC, e.id DESC LIMIT 1)"
-)
-"""The id of run `r`'s final pass: its latest `started_at`, then its highest id."""
+_LATEST_PASS = "r.final_evaluation_id"
+"""The id of run `r`'s final pass: the column the triggers of `store.final_pass` keep
+(its latest `started_at`, then its highest id); the one definition of "the final pass"."""
 
 
 class PassQueries(RunQueries):
@@ -43,6 +43,11 @@ class PassQueries(RunQueries):
         Raises:
             StoreError: Unknown run, or the evaluation dict is malformed.
         """
+        return self._backend.write(self._pass_job(run_id, evaluation))
+
+    def _pass_job(self, run_id: int, evaluation: RubricEvaluation) -> Callable[[Tx], int]:
+        """The write job of `record_evaluation` (checked now), for a caller that adds to
+        its transaction (`record_labelled_pass`)."""
         run_id = require_int(run_id, "run_id")
         values, criteria = evaluation_row(evaluation, self._weights(run_id))
         values = {**values, "run_id": run_id, "recorded_at": now_iso()}
@@ -83,26 +88,28 @@ class PassQueries(RunQueries):
                     for row in criteria
                 ],
             )
-            # The run's score is its latest pass's until finish_run says which draft it kept.
+            # The run's score is its final pass's until finish_run says which draft it kept;
+            # the final pass is the column the triggers of `store.final_pass` have just kept.
             tx.run(
                 """
                 UPDATE runs SET
                     iterations = agg.n, grader_input_tokens = agg.tin,
                     grader_output_tokens = agg.tout, regression_count = agg.regressions,
-                    last_result = latest.result, score = latest.score
+                    last_result = (SELECT e.result FROM evaluations e
+                                   WHERE e.id = runs.final_evaluation_id),
+                    score = (SELECT e.score FROM evaluations e
+                             WHERE e.id = runs.final_evaluation_id)
                 FROM (SELECT COUNT(*) AS n, COALESCE(SUM(grader_input_tokens), 0) AS tin,
                              COALESCE(SUM(grader_output_tokens), 0) AS tout,
                              COALESCE(SUM(regression_count), 0) AS regressions
-                      FROM evaluations WHERE run_id = ?) AS agg,
-                     (SELECT result, score FROM evaluations WHERE run_id = ?
-                      ORDER BY started_at DESC, id DESC LIMIT 1) AS latest
+                      FROM evaluations WHERE run_id = ?) AS agg
                 WHERE runs.id = ?
                 """,
-                (run_id, run_id, run_id),
+                (run_id, run_id),
             )
             return evaluation_id
 
-        return self._backend.write(job)
+        return job
 
     def _weights(self, run_id: int) -> dict[str, int]:
         """Criterion name -> weight in the run's rubric (a run's rubric never changes).
@@ -111,9 +118,11 @@ class PassQueries(RunQueries):
         follows reports what is wrong with the store (and recovers what it can).
         """
         if run_id not in self._weight_cache:
+            text = self._new_run_rubrics.pop(run_id, None)  # a run created here: known
             try:
-                version_id = int(self.get_run(run_id)["rubric_version_id"])
-                text = self.get_rubric_version(version_id)["text"]
+                if text is None:
+                    version_id = int(self.get_run(run_id)["rubric_version_id"])
+                    text = self.get_rubric_version(version_id)["text"]
             except StoreError:
                 return {}
             try:
@@ -214,10 +223,7 @@ class PassQueries(RunQueries):
             rubric_id = None if chosen.rubric is None else self._rubric_id(chosen.rubric)
             rows = self._backend.query(*summary_pass_rates_sql(rubric_id, chosen.version_id))
         else:
-            final = (
-                " AND e.id = (SELECT e2.id FROM evaluations e2 WHERE e2.run_id = r.id "
-                "ORDER BY e2.started_at DESC, e2.id DESC LIMIT 1)"
-            )
+            final = f" AND e.id = {_LATEST_PASS}"
             rows = self._backend.query(
                 f"""
                 SELECT cr.criterion AS criterion, SUM(cr.passed) AS passed, COUNT(*) AS total,

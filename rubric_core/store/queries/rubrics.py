@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.rubric import validate_rubric
+from rubric_core.schema import MAX_NOTE_CHARS, cut_text
 from rubric_core.store.errors import unknown_rubric, unknown_version
 from rubric_core.store.sqlbase import now_iso, returned_id
 from rubric_core.store.validation import clean_name, clean_tags, require_int, require_text
@@ -55,7 +56,10 @@ class RubricQueries:
         """
         name = clean_name(name)
         criteria = validate_rubric(text)
-        note = require_text(note if note is not None else "", "note", allow_empty=True)
+        note = cut_text(
+            require_text(note if note is not None else "", "note", allow_empty=True),
+            MAX_NOTE_CHARS,
+        )
         clean = None if tags is None else clean_tags(tags)
         text = text.strip()
         lock = self._backend.dialect.lock_row

@@ -9,12 +9,19 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.schema import GRADED_KIND, KEEP_CHOICES, RUN_AGENT_KINDS, RUN_STATUSES
+from rubric_core.schema import (
+    GRADED_KIND,
+    KEEP_CHOICES,
+    MAX_ERROR_CHARS,
+    RUN_AGENT_KINDS,
+    RUN_STATUSES,
+    cut_text,
+)
 from rubric_core.store.errors import StoreError, unknown_rubric, unknown_run, unknown_version
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import current_owner, pid_alive
 from rubric_core.store.queries.rubrics import RubricQueries
-from rubric_core.store.rows import MessageRow, message_row
+from rubric_core.store.rows import MessageRow, message_row, stored_score
 from rubric_core.store.sqlbase import now_iso, parse_iso, returned_id
 from rubric_core.store.validation import MAX_PAGE, optional_text, require_int, require_text
 
@@ -31,6 +38,8 @@ _FINAL_STATUSES = tuple(s for s in RUN_STATUSES if s != "running")
 _RUN_PAGE = 10_000
 """`batch_runs`' page."""
 _ENDED = ("satisfied", "failed", "grader_error", "max_iterations_reached", "error")
+_NEW_RUN_RUBRICS_KEPT = 1024
+"""Rubric texts of new runs kept for their first pass (`RunQueries._new_run_rubrics`)."""
 _BATCH_KEY = "(batch_id, input_index) WHERE batch_id IS NOT NULL AND input_index IS NOT NULL"
 
 _RUN_COLUMNS = """
@@ -119,11 +128,45 @@ def mark_interrupted(tx: Tx, where: str) -> int:
         )
     if dead:
         _log.info("marked %d run(s) interrupted in %s", len(dead), where)
+    _mark_experiments_interrupted(tx, host, where)
     return len(dead)
+
+
+def _mark_experiments_interrupted(tx: Tx, host: str, where: str) -> None:
+    """Mark `interrupted` the `running` experiments whose process on this host is gone
+    (and those from before experiments had an owner, which no process can still grade)."""
+    rows = tx.all(
+        "SELECT id, pid, proc_start, host FROM experiments WHERE status = 'running' "
+        "AND (host = ? OR host IS NULL)",
+        (host,),
+    )
+    dead = [row for row in rows if not pid_alive(row[1], row[2])]
+    for experiment_id, pid, _proc_start, _host in dead:
+        count = tx.one(
+            "SELECT COUNT(*) FROM experiment_items WHERE experiment_id = ?", (experiment_id,)
+        )
+        graded = int(count[0]) if count is not None else 0
+        who = f"process {pid} on {host}" if pid else "its process"
+        tx.run(
+            "UPDATE experiments SET status = 'interrupted', finished_at = ?, error = ? "
+            "WHERE id = ? AND status = 'running'",
+            (
+                now_iso(),
+                f"{who} exited while it was grading ({graded} items stored); "
+                f"continue it with `regrade --resume {experiment_id}`",
+                experiment_id,
+            ),
+        )
+    if dead:
+        _log.info("marked %d experiment(s) interrupted in %s", len(dead), where)
 
 
 class RunQueries(RubricQueries):
     """The run methods of `Store`."""
+
+    _new_run_rubrics: dict[int, str]
+    """The rubric text of each run this store created, until its first pass takes it
+    (`PassQueries._weights`); `Store.__init__` starts it empty."""
 
     # --- writes -------------------------------------------------------------------------
 
@@ -143,6 +186,7 @@ class RunQueries(RubricQueries):
         batch_id: str | None = None,
         input_index: int | None = None,
         keep: str = "last",
+        durable: bool = True,
     ) -> int:
         """Record a new run with status `running`, owned by this process; returns its id.
 
@@ -150,6 +194,9 @@ class RunQueries(RubricQueries):
         batch), an input that already has a run gets that run's id back and nothing is
         written: a retried batch task finds its run (then `resume_run` takes it over).
         `keep` is the run's `RubricMiddleware(keep=...)`: `"last"` or `"best"`.
+        `durable=False` commits the row without flushing it to disk on its own: the
+        run's first pass (or its end) flushes it (`SQLBackend.write`). The runner does
+        so; a power cut before then loses a row that had nothing graded yet.
 
         Raises:
             StoreError: A field is invalid or the rubric version does not exist.
@@ -194,8 +241,10 @@ class RunQueries(RubricQueries):
         }
         keyed = batch_id is not None and input_index is not None
 
-        def job(tx: Tx) -> int:
-            row = tx.one("SELECT rubric_id FROM rubric_versions WHERE id = ?", (rubric_version_id,))
+        def job(tx: Tx) -> tuple[int, str | None]:
+            row = tx.one(
+                "SELECT rubric_id, text FROM rubric_versions WHERE id = ?", (rubric_version_id,)
+            )
             if row is None:
                 raise unknown_version(rubric_version_id)
             conflict = f" ON CONFLICT {_BATCH_KEY} DO NOTHING" if keyed else ""
@@ -205,15 +254,19 @@ class RunQueries(RubricQueries):
                 (*columns.values(), row[0]),
             )
             if inserted is not None:
-                return int(inserted[0])
-            return returned_id(
-                tx.one(
-                    "SELECT id FROM runs WHERE batch_id = ? AND input_index = ?",
-                    (batch_id, input_index),
-                )
+                return int(inserted[0]), str(row[1])
+            existing = tx.one(
+                "SELECT id FROM runs WHERE batch_id = ? AND input_index = ?",
+                (batch_id, input_index),
             )
+            return returned_id(existing), None
 
-        return self._backend.write(job)
+        run_id, rubric = self._backend.write(job, durable=durable)
+        if rubric is not None:  # its first pass needs the weights: no read for them then
+            if len(self._new_run_rubrics) >= _NEW_RUN_RUBRICS_KEPT:
+                self._new_run_rubrics.clear()  # runs that never got a pass; a hint only
+            self._new_run_rubrics[run_id] = rubric
+        return run_id
 
     def save_transcript(
         self, run_id: int, messages: Sequence[BaseMessage | Mapping[str, Any]]
@@ -271,17 +324,14 @@ class RunQueries(RubricQueries):
         values: dict[str, Any] = {
             "status": status,
             "final_output": final_output or "",
-            "error": error,
+            "error": cut_text(error, MAX_ERROR_CHARS) if error else error,
             "agent_input_tokens": agent_input_tokens,
             "agent_output_tokens": agent_output_tokens,
         }
         if best_iteration is not None:
             values["best_iteration"] = require_int(best_iteration, "best_iteration", minimum=0)
         if score is not None:
-            if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
-                msg = f"score must be a number from 0 to 1, got {score!r}"
-                raise StoreError(msg, kind="invalid")
-            values["score"] = float(score)
+            values["score"] = stored_score(score, "score")
 
         def job(tx: Tx) -> None:
             row = tx.one("SELECT started_at FROM runs WHERE id = ?", (run_id,))

@@ -85,10 +85,10 @@ class SQLiteBackend(SQLBackend):
         """A new read-only connection (rows as `sqlite3.Row`); the caller closes it."""
         return self.connections.connect_readonly()
 
-    def _write(self, job: Callable[[Tx], _T]) -> _T:
+    def _write(self, job: Callable[[Tx], _T], *, durable: bool = True) -> _T:
         if self.refusal is not None:
             raise write_refused(self.refusal)
-        return self.connections.write(lambda db: job(_SQLiteTx(db.conn)))
+        return self.connections.write(lambda db: job(_SQLiteTx(db.conn)), durable=durable)
 
     def backup(self, dest: Path, *, overwrite: bool) -> Path:
         """Copy the database, as committed now, to the one file `dest` (`sqlite.backup`)."""

@@ -40,7 +40,8 @@ of it. `backup` makes a copy that lags by nothing."""
 Job = Callable[[Database], Any]
 """A unit of writing: runs on the writer thread inside the shared transaction."""
 
-_Queued = tuple[Job, "Future[Any]"]
+_Queued = tuple[Job, "Future[Any]", bool]
+"""A job, the future its caller waits on, and whether its commit must be fsynced."""
 
 
 def translate(exc: BaseException, path: Path, busy_timeout_s: float) -> BaseException:
@@ -122,6 +123,11 @@ class SQLiteConnections:
     commits before the call returns (calls that queue up meanwhile share one
     transaction, each in its own savepoint); reads use one read-only connection per
     thread (WAL mode), as datasette does.
+
+    A commit is fsynced (`synchronous=FULL`) unless every job in it was written with
+    `durable=False`: such a commit (`synchronous=NORMAL`) is in the write-ahead log, so
+    readers see it and a killed process keeps it, but only the next fsynced commit of
+    the file makes it survive a power cut (the log is one file, synced as a whole).
     """
 
     def __init__(
@@ -149,6 +155,7 @@ class SQLiteConnections:
         self._recovered_to: Path | None = None
         self._checkpoint_every_s = CHECKPOINT_INTERVAL_S
         self._checkpointed_at = time.monotonic()
+        self._synchronous = "FULL"  # the write connection's setting, kept by the writer
         check_openable(self.path)
         ready: Future[None] = Future()
         self._writer = threading.Thread(
@@ -285,13 +292,15 @@ class SQLiteConnections:
         A job that raises is rolled back alone; the others still commit. No
         caller hears "done" before its rows are committed.
         """
-        live = [(job, future) for job, future in jobs if future.set_running_or_notify_cancel()]
+        live = [item for item in jobs if item[1].set_running_or_notify_cancel()]
         if not live:
             return
+        # Fsynced unless no job asked for it: one durable job makes the whole commit so.
+        synchronous = "FULL" if any(durable for _, _, durable in live) else "NORMAL"
 
         def fail_all(exc: BaseException) -> None:
             error = translate(exc, self.path, self.busy_timeout_s)
-            for _job, future in live:
+            for _job, future, _durable in live:
                 future.set_exception(error)
 
         conn = db.conn
@@ -301,13 +310,16 @@ class SQLiteConnections:
             except StoreError:
                 self._recover(db)
                 self._check_file()  # raises again, now naming the recovery file
+            if synchronous != self._synchronous:
+                conn.execute(f"PRAGMA synchronous = {synchronous}")
+                self._synchronous = synchronous
             conn.execute("BEGIN IMMEDIATE")
         except BaseException as exc:
             fail_all(exc)
             return
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
         try:
-            for job, future in live:
+            for job, future, _durable in live:
                 conn.execute("SAVEPOINT store_job")
                 try:
                     result = job(db)
@@ -333,8 +345,10 @@ class SQLiteConnections:
             else:
                 future.set_exception(translate(error, self.path, self.busy_timeout_s))
 
-    def write(self, job: Callable[[Database], _T]) -> _T:
+    def write(self, job: Callable[[Database], _T], *, durable: bool = True) -> _T:
         """Run `job` on the writer thread; returns its result once it is committed.
+
+        `durable=False`: the commit need not be fsynced on its own (see the class).
 
         Raises:
             StoreError: The store is closed, the file is gone or locked, or `job` raised it.
@@ -342,7 +356,7 @@ class SQLiteConnections:
         if self._closed:
             raise self._closed_error()
         future: Future[_T] = Future()
-        self._queue.put((job, future))
+        self._queue.put((job, future, durable))
         return future.result()
 
     # --- readers ------------------------------------------------------------------------
