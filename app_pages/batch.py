@@ -7,6 +7,7 @@ import streamlit as st
 from app_widgets.graded_batch import graded_batch_form
 from app_widgets.model_pickers import agent_and_grader_pickers
 from app_widgets.pickers import rubric_version_picker
+from app_widgets.rate_limit import rate_limit_fields
 from app_widgets.report import report_download
 from app_widgets.run_detail import rubric_criteria
 from app_widgets.run_form import fill_run_form, scenario_loader
@@ -188,6 +189,7 @@ if "ray" in executors:
         help="On Ray, each input is a task on the cluster; its runs record into this "
         "PostgreSQL store, so progress shows here the same way.",
     )
+rate_limit = rate_limit_fields(key="batch")
 
 for message in blocking:
     st.error(message, icon=":material/block:")
@@ -214,7 +216,10 @@ if st.button(
             keep=keep,
         )
         try:
-            job = start_batch(store, spec, inputs, concurrency=int(concurrency), executor=executor)
+            job = start_batch(
+                store, spec, inputs, concurrency=int(concurrency), executor=executor,
+                rate_limit=rate_limit,
+            )  # fmt: skip
         except SpecError as exc:
             st.error(f"Not started: {spec_error_hint(str(exc))}")
         except RayUnavailable as exc:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from app_widgets.model_pickers import grader_picker
 from app_widgets.pickers import rubric_version_picker
+from app_widgets.rate_limit import rate_limit_fields
 from app_widgets.review import point_review_at
 from app_widgets.session import run_registry
 from app_widgets.store import STORE_ERRORS, show_store_error
@@ -63,6 +64,7 @@ def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
         concurrency = st.number_input(
             "Concurrency", min_value=1, max_value=MAX_CONCURRENCY, value=4, key=f"{key}_concurrency"
         )
+    rate_limit = rate_limit_fields(key=key)
     registry = run_registry()
     if st.button(
         "Grade outputs", type="primary", key=f"{key}_launch", disabled=not rows or not grader_spec
@@ -76,6 +78,7 @@ def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
                 grader_tools=tuple(tools),
                 base_url=base_url,
                 concurrency=int(concurrency),
+                rate_limit=rate_limit,
                 source_name=upload.name if upload is not None else "dataset",
             )
         except InputError as exc:

@@ -71,6 +71,25 @@ SETTINGS: tuple[Setting, ...] = (
         unset="no cluster",
     ),
     Setting(
+        "RUBRIC_STUDIO_RATE_LIMIT_RPM",
+        "Requests per minute a batch, grade or regrade sends to each endpoint; also --rpm.",
+        group="runs",
+        unset="unlimited",
+    ),
+    Setting(
+        "RUBRIC_STUDIO_RATE_LIMIT_TPM",
+        "Tokens per minute a batch, grade or regrade sends to each endpoint; also --tpm.",
+        group="runs",
+        unset="unlimited",
+    ),
+    Setting(
+        "RUBRIC_STUDIO_RATE_LIMIT_LEARN",
+        "1: batches learn each endpoint's limits from its x-ratelimit-* headers; also "
+        "--learn-rate-limits.",
+        group="runs",
+        unset="off (a 429's Retry-After is still honoured under --rpm/--tpm)",
+    ),
+    Setting(
         "RUBRIC_STUDIO_AGENT_MODEL",
         "The agent model spec preselected in the dashboard and CLI (provider:model-id).",
         unset="the first provider with a key, else replay:find_duplicates",

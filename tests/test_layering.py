@@ -202,7 +202,16 @@ PACKAGE_ORDER: dict[str, tuple[str, ...]] = {
         "execute",
         "resume",
     ),
-    "batch": ("common", "summary", "worker", "threads", "processes", "ray_cluster", "run"),
+    "batch": (
+        "common",
+        "summary",
+        "limits",
+        "worker",
+        "threads",
+        "processes",
+        "ray_cluster",
+        "run",
+    ),
     "workbench": ("datasets", "background", "grade", "regrade", "agreement"),
 }
 

@@ -44,13 +44,16 @@ from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.batch.common import mark_interrupted
+from rubric_core.batch.limits import process_book
 from rubric_core.batch.worker import close_worker_stores, run_input_in_worker
+from rubric_core.providers.ratelimit import use_book
 from rubric_core.runs.spec import SpecError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rubric_core.batch.common import ModelFactory, ProgressCallback
+    from rubric_core.providers.ratelimit import BookLike, RateLimit
     from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 
@@ -135,8 +138,11 @@ def _serve(
     tasks: Any,
     results: Any,
     stop: Any,
+    book: BookLike | None = None,
 ) -> None:
-    """A worker process: `threads` threads take inputs from `tasks` until a `None` each."""
+    """A worker process: `threads` threads take inputs from `tasks` until a `None` each.
+
+    `book` is the batch's rate limit (a proxy of the manager's book), asked by every run."""
     # Ctrl-C reaches the whole process group; the driver stops the batch, not each worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     local_stop, done = threading.Event(), threading.Event()
@@ -156,15 +162,16 @@ def _serve(
             results.put(("started", pid, index, None))
             run_id = None
             try:
-                run_id = run_input_in_worker(
-                    target,
-                    spec_template,
-                    batch_id=batch_id,
-                    index=index,
-                    text=text,
-                    stop_event=local_stop,
-                    model_factory=model_factory,
-                )
+                with use_book(book):
+                    run_id = run_input_in_worker(
+                        target,
+                        spec_template,
+                        batch_id=batch_id,
+                        index=index,
+                        text=text,
+                        stop_event=local_stop,
+                        model_factory=model_factory,
+                    )
             except Exception:  # run_batch_input logs and stores its own failures
                 logger.exception("batch %s: input %d failed in worker %d", batch_id, index, pid)
             results.put(("finished", pid, index, run_id))
@@ -252,12 +259,14 @@ def run_in_processes(
     progress: ProgressCallback | None,
     stop: threading.Event,
     model_factory: ModelFactory | None,
+    rate_limit: RateLimit | None = None,
 ) -> None:
     """Run inputs `pending` of a batch on worker processes, at most `concurrency` at once.
 
     `run_batch(..., executor="process")` calls this after validating the batch. Setting
     `stop` stops the workers' runs (`interrupted`, marked at once), takes no more inputs,
-    and terminates a worker still going `_STOP_GRACE_S` later.
+    and terminates a worker still going `_STOP_GRACE_S` later. A `rate_limit` is held by
+    a manager process for the batch's length, every worker's runs asking it.
 
     Raises:
         SpecError: `model_factory` cannot be pickled to the workers.
@@ -266,6 +275,36 @@ def run_in_processes(
     if not pending:
         return
     context = _context()
+    with process_book(rate_limit, context) as book:
+        _run_workers(
+            store,
+            spec_template,
+            inputs,
+            pending,
+            context,
+            book,
+            batch_id=batch_id,
+            concurrency=concurrency,
+            progress=progress,
+            stop=stop,
+            model_factory=model_factory,
+        )
+
+
+def _run_workers(
+    store: Store,
+    spec_template: RunSpec,
+    inputs: Sequence[str],
+    pending: Sequence[int],
+    context: ForkServerContext | SpawnContext,
+    book: BookLike | None,
+    *,
+    batch_id: str,
+    concurrency: int,
+    progress: ProgressCallback | None,
+    stop: threading.Event,
+    model_factory: ModelFactory | None,
+) -> None:
     plan = plan_workers(concurrency, len(pending))
     tasks: Any = context.Queue()
     results: Any = context.Queue()
@@ -278,7 +317,7 @@ def run_in_processes(
         context.Process(
             target=_serve,
             args=(store.target, spec_template, batch_id, threads, model_factory),
-            kwargs={"tasks": tasks, "results": results, "stop": shared_stop},
+            kwargs={"tasks": tasks, "results": results, "stop": shared_stop, "book": book},
             name=f"rubric-batch-worker-{n}",
             daemon=True,
         )

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from rubric_core import config
 from rubric_core.batch.common import mark_interrupted
+from rubric_core.batch.limits import RayBook, ray_book
 from rubric_core.batch.worker import run_input_in_worker
 from rubric_core.errors import RubricStudioError
 from rubric_core.extras import MissingExtra
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from rubric_core.batch.common import ModelFactory, ProgressCallback
+    from rubric_core.providers.ratelimit import RateLimit
     from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 
@@ -255,24 +257,28 @@ def _run_input_task(
     index: int,
     text: str,
     model_factory: ModelFactory | None,
+    book: RayBook | None = None,
 ) -> dict[str, Any]:
     """The body of one Ray task: run input `index` of the batch into the store at `target`.
 
     Returns where it ran, for the driver's log and the tests: `{run_id, pid, node_id}`.
     A stopped batch kills the task's worker (`ray.cancel(force=True)`); the driver then
-    marks the run `interrupted`.
+    marks the run `interrupted`. `book`: the batch's rate limit, in an actor.
     """
     import ray
 
-    run_id = run_input_in_worker(
-        target,
-        spec_template,
-        batch_id=batch_id,
-        index=index,
-        text=text,
-        stop_event=threading.Event(),
-        model_factory=model_factory,
-    )
+    from rubric_core.providers.ratelimit import use_book
+
+    with use_book(book):
+        run_id = run_input_in_worker(
+            target,
+            spec_template,
+            batch_id=batch_id,
+            index=index,
+            text=text,
+            stop_event=threading.Event(),
+            model_factory=model_factory,
+        )
     return {
         "run_id": run_id,
         "pid": os.getpid(),
@@ -333,13 +339,15 @@ def run_on_ray(
     task_cpus: float = 1.0,
     max_retries: int = _MAX_RETRIES,
     runtime_env: Mapping[str, Any] | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> None:
     """Run inputs `pending` of a batch as Ray tasks, at most `concurrency` in flight.
 
     `run_batch(..., executor="ray")` calls this after validating the batch. Setting
     `stop` cancels the tasks in flight (`ray.cancel`), submits no more and marks their
     runs `interrupted`; a task whose worker died more than `max_retries` times is
-    marked `interrupted` too, so resuming the batch continues it.
+    marked `interrupted` too, so resuming the batch continues it. A `rate_limit` is held
+    by a Ray actor for the batch's length (`batch.limits.ray_book`), every task asking it.
 
     Raises:
         RayUnavailable: The cluster does not answer or cannot run the batch (a SQLite
@@ -354,6 +362,41 @@ def run_on_ray(
     task = ray.remote(_run_input_task).options(
         num_cpus=task_cpus, max_retries=max_retries, retry_exceptions=False
     )
+    with ray_book(ray, rate_limit) as book:
+        _drive(
+            ray,
+            task,
+            store,
+            spec_template,
+            inputs,
+            pending,
+            target,
+            book,
+            batch_id=batch_id,
+            concurrency=concurrency,
+            progress=progress,
+            stop=stop,
+            model_factory=model_factory,
+        )
+
+
+def _drive(
+    ray: ModuleType,
+    task: Any,
+    store: Store,
+    spec_template: RunSpec,
+    inputs: Sequence[str],
+    pending: Sequence[int],
+    target: str,
+    book: RayBook | None,
+    *,
+    batch_id: str,
+    concurrency: int,
+    progress: ProgressCallback | None,
+    stop: threading.Event,
+    model_factory: ModelFactory | None,
+) -> None:
+    """Submit the tasks, at most `concurrency` in flight, and wait for them (see `run_on_ray`)."""
     spec_ref = ray.put(spec_template)
     queue = list(pending)
     queue.reverse()
@@ -364,7 +407,9 @@ def run_on_ray(
         while (queue or in_flight) and not stop.is_set():
             while queue and len(in_flight) < concurrency:
                 index = queue.pop()
-                ref = task.remote(target, spec_ref, batch_id, index, inputs[index], model_factory)
+                ref = task.remote(
+                    target, spec_ref, batch_id, index, inputs[index], model_factory, book
+                )
                 in_flight[ref] = index
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=_POLL_S)
             for ref in ready:

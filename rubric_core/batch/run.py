@@ -19,6 +19,7 @@ from rubric_core.batch.summary import BatchSummary, summary_for_batch
 from rubric_core.batch.threads import run_in_threads
 
 if TYPE_CHECKING:
+    from rubric_core.providers.ratelimit import RateLimit
     from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 
@@ -39,6 +40,7 @@ def run_batch(
     executor: str = "thread",
     ray_address: str | None = None,
     ray_task_cpus: float = 1.0,
+    rate_limit: RateLimit | None = None,
 ) -> BatchSummary:
     """Run one spec over many inputs, at most `concurrency` at a time; blocks until done.
 
@@ -72,6 +74,8 @@ def run_batch(
         executor: One of `EXECUTORS`.
         ray_address: The Ray head node (`HOST:PORT`); default `$RUBRIC_STUDIO_RAY_ADDRESS`.
         ray_task_cpus: CPUs each Ray task reserves (fractions let a node run several).
+        rate_limit: Requests and tokens per minute per endpoint, shared by every run of the
+            batch on any executor (see `rubric_core.batch.limits`); `None`: unpaced.
 
     Raises:
         SpecError: The spec, `concurrency`, an input, `executor` or `batch_id` is invalid.
@@ -93,6 +97,7 @@ def run_batch(
         "progress": progress,
         "stop": stop_event or threading.Event(),
         "model_factory": model_factory,
+        "rate_limit": rate_limit,
     }
     if executor == "ray":
         run_on_ray(

@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from rubric_core.batch.common import ModelFactory, ProgressCallback, run_batch_input
+from rubric_core.batch.limits import local_book
+from rubric_core.providers.ratelimit import RateLimit, use_book
 
 if TYPE_CHECKING:
     from rubric_core.runs.spec import RunSpec
@@ -29,22 +31,25 @@ def run_in_threads(
     progress: ProgressCallback | None,
     stop: threading.Event,
     model_factory: ModelFactory | None,
+    rate_limit: RateLimit | None = None,
 ) -> None:
     lock = threading.Lock()
+    book = local_book(rate_limit)  # one budget for every thread of the batch
     finished = len(inputs) - len(pending)
     total = len(inputs)
 
     def one(index: int) -> None:
         nonlocal finished
-        run_id = run_batch_input(
-            store,
-            spec_template,
-            batch_id=batch_id,
-            index=index,
-            text=inputs[index],
-            stop_event=stop,
-            model_factory=model_factory,
-        )
+        with use_book(book):
+            run_id = run_batch_input(
+                store,
+                spec_template,
+                batch_id=batch_id,
+                index=index,
+                text=inputs[index],
+                stop_event=stop,
+                model_factory=model_factory,
+            )
         if run_id is None or progress is None:
             return
         with lock:

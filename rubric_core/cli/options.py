@@ -31,6 +31,7 @@ __all__ = [
     "check_spec",
     "db_option",
     "executor_options",
+    "rate_limit_options",
     "spec_options",
 ]
 
@@ -95,6 +96,55 @@ def executor_options(function: Callable[..., Any]) -> Callable[..., Any]:
         return function(executor=executor, **kwargs)
 
     for option in reversed(_EXECUTOR_OPTIONS):
+        command = option(command)
+    return command
+
+
+_RATE_LIMIT_OPTIONS = (
+    click.option(
+        "--rpm",
+        type=int,
+        default=None,
+        help="Requests per minute to each model endpoint, shared by every run "
+        "(threads, processes or Ray) [default: $RUBRIC_STUDIO_RATE_LIMIT_RPM, else unlimited].",
+    ),
+    click.option(
+        "--tpm",
+        type=int,
+        default=None,
+        help="Tokens per minute to each model endpoint, shared likewise "
+        "[default: $RUBRIC_STUDIO_RATE_LIMIT_TPM, else unlimited].",
+    ),
+    click.option(
+        "--learn-rate-limits/--no-learn-rate-limits",
+        "learn_rate_limits",
+        default=None,
+        help="Take each endpoint's limits from its x-ratelimit-* headers (they only lower "
+        "--rpm/--tpm) [default: $RUBRIC_STUDIO_RATE_LIMIT_LEARN, else off].",
+    ),
+)
+
+
+def rate_limit_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Add `--rpm`, `--tpm`, `--learn-rate-limits`; the command receives `rate_limit`
+    (a `RateLimit`, or `None` when nothing limits it)."""
+
+    @functools.wraps(function)
+    def command(**kwargs: Any) -> Any:
+        from rubric_core.errors import InputError
+        from rubric_core.providers.ratelimit import rate_limit_from_env
+
+        rpm, tpm = kwargs.pop("rpm"), kwargs.pop("tpm")
+        try:
+            limit = rate_limit_from_env(rpm, tpm, kwargs.pop("learn_rate_limits"))
+        except InputError as exc:
+            text = str(exc)
+            if text.startswith(("rpm ", "tpm ")) and (rpm if text[0] == "r" else tpm) is not None:
+                text = "--" + text
+            raise BadInput(text) from exc
+        return function(rate_limit=limit if limit.active else None, **kwargs)
+
+    for option in reversed(_RATE_LIMIT_OPTIONS):
         command = option(command)
     return command
 

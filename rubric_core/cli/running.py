@@ -28,6 +28,7 @@ from rubric_core.cli.options import (
     check_spec,
     db_option,
     executor_options,
+    rate_limit_options,
     spec_options,
 )
 from rubric_core.extras import require
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
 
     from rubric_core.batch import BatchSummary
+    from rubric_core.providers.ratelimit import RateLimit
     from rubric_core.runs import RunHandle
     from rubric_core.schema import RubricEvaluation
     from rubric_core.store import Store
@@ -343,6 +345,7 @@ def _check_concurrency(concurrency: int) -> None:
 @click.command(context_settings=CONTEXT)
 @spec_options
 @executor_options
+@rate_limit_options
 @click.option(
     "--input-file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -368,6 +371,7 @@ def _check_concurrency(concurrency: int) -> None:
 def batch(
     spec: SpecOptions,
     executor: ExecutorOptions,
+    rate_limit: RateLimit | None,
     db: str | None,
     input_file: Path,
     concurrency: int,
@@ -449,6 +453,7 @@ def batch(
                     executor=executor.executor,
                     ray_address=executor.ray_address,
                     ray_task_cpus=executor.ray_task_cpus,
+                    rate_limit=rate_limit,
                 )
             except BaseException as exc:
                 result["error"] = exc

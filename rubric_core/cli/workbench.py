@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rubric_core.cli.common import CONTEXT, BadInput, open_store
-from rubric_core.cli.options import db_option
+from rubric_core.cli.options import db_option, rate_limit_options
 from rubric_core.errors import InputError
 from rubric_core.schema import CHECKS_GRADER
+
+if TYPE_CHECKING:
+    from rubric_core.providers.ratelimit import RateLimit
 
 __all__ = ["agreement", "grade", "label", "regrade"]
 
@@ -58,6 +61,7 @@ def _run(job: Any) -> Any:
 @_samples
 @_tool
 @click.option("--concurrency", type=int, default=4, show_default=True, help="Passes at once.")
+@rate_limit_options
 @click.option(
     "--resume",
     "resume_batch",
@@ -74,6 +78,7 @@ def grade(
     samples: int,
     tools: tuple[str, ...],
     concurrency: int,
+    rate_limit: RateLimit | None,
     resume_batch: str | None,
     as_json: bool,
     db: str | None,
@@ -105,6 +110,7 @@ def grade(
                 samples=samples,
                 grader_tools=list(tools),
                 max_concurrency=concurrency,
+                rate_limit=rate_limit,
                 batch_id=resume_batch,
                 resume=resume_batch is not None,
             )
@@ -164,6 +170,7 @@ def grade(
 )
 @click.option("--name", default=None, help="The experiment's name.")
 @click.option("--concurrency", type=int, default=8, show_default=True, help="Gradings at once.")
+@rate_limit_options
 @_json
 @db_option
 def regrade(
@@ -181,6 +188,7 @@ def regrade(
     all_passes: bool,
     name: str | None,
     concurrency: int,
+    rate_limit: RateLimit | None,
     as_json: bool,
     db: str | None,
 ) -> None:
@@ -209,7 +217,9 @@ def regrade(
 
         def job() -> Any:
             if resume_id is not None:
-                return resume_regrade(store, resume_id, max_concurrency=concurrency)
+                return resume_regrade(
+                    store, resume_id, max_concurrency=concurrency, rate_limit=rate_limit
+                )
             assert grader_model is not None
             filters = None
             if rubric_name or status or model:
@@ -243,6 +253,7 @@ def regrade(
                 all_passes=all_passes,
                 name=name,
                 max_concurrency=concurrency,
+                rate_limit=rate_limit,
             )
 
         result = _run(job)

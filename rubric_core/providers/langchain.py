@@ -20,6 +20,7 @@ from rubric_core.extras import MissingExtra
 from rubric_core.providers.base import BuildOptions, Provider
 from rubric_core.providers.errors import ModelSpecError
 from rubric_core.providers.http import deadline_http_client
+from rubric_core.providers.ratelimit_http import with_rate_limit
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -85,6 +86,11 @@ class LangChainProvider(Provider):
             return _google_dialect(schema)
         return schema
 
+    def client_kwargs(self, http_client: Any = None) -> dict[str, Any]:
+        """Client arguments this provider's models get besides the timeout and the key
+        (`http_client`: the one chosen so far, if any)."""
+        return {}
+
     def build(self, spec: str, model_id: str, options: BuildOptions) -> BaseChatModel:
         from langchain.chat_models import init_chat_model
 
@@ -102,6 +108,7 @@ class LangChainProvider(Provider):
                 kwargs["http_client"] = deadline_http_client()
         if options.api_key:
             kwargs["api_key"] = options.api_key
+        kwargs.update(self.client_kwargs(kwargs.get("http_client")))
         try:
             chat_model: BaseChatModel = init_chat_model(
                 model_id, model_provider=self.name, **kwargs
@@ -143,7 +150,9 @@ def model_from_spec(spec: str, *, timeout_s: float, parameter: str = "model") ->
         )
         raise ValueError(msg)
     try:
-        extra = {"http_client": deadline_http_client()} if provider.strip() == "openai" else {}
+        extra = {}
+        if provider.strip() == "openai":  # paced by a rate-limited batch's book, if any
+            extra = {"http_client": with_rate_limit(deadline_http_client())}
         model: BaseChatModel = init_chat_model(text, timeout=timeout_s, max_retries=0, **extra)
     except Exception as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -21,6 +21,7 @@ from rubric_core.providers.base import BuildOptions, Provider, has_class_from
 from rubric_core.providers.errors import ModelSpecError
 from rubric_core.providers.http import deadline_http_client
 from rubric_core.providers.langchain import LangChainProvider
+from rubric_core.providers.ratelimit_http import limited_http_client, with_rate_limit
 from rubric_core.schema import BASE_URL_ENV
 
 if TYPE_CHECKING:
@@ -86,6 +87,12 @@ class OpenAIProvider(LangChainProvider):
     def grader_client(self, model: BaseChatModel, *, timeout_s: float) -> BaseChatModel:
         return openai_grader_client(model, timeout_s=timeout_s)
 
+    def client_kwargs(self, http_client: Any = None) -> dict[str, Any]:
+        # Requests go through the batch's rate limit, if any (providers.ratelimit_http).
+        if http_client is not None:
+            return {"http_client": with_rate_limit(http_client)}
+        return {"http_client": limited_http_client()}
+
 
 def compatible_model(
     model: str, *, base_url: str, api_key: str | None, timeout_s: float, role: str
@@ -116,7 +123,11 @@ def compatible_model(
         base_url=base_url,
         api_key=SecretStr(api_key or env_key or "not-needed"),
         timeout=timeout_s,
-        http_client=deadline_http_client() if role == "grader" else None,
+        # A grader's response must arrive whole in time (providers.http); every request is
+        # paced by a rate-limited batch's book, if any (providers.ratelimit_http).
+        http_client=with_rate_limit(deadline_http_client())
+        if role == "grader"
+        else limited_http_client(),
         # The middleware retries the grader itself; the agent gets no hidden retries either,
         # so a failing endpoint surfaces at once as a clear run error.
         max_retries=0,

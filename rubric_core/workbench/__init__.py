@@ -26,6 +26,7 @@ from rubric_core.batch import (
     summary_for_batch,
 )
 from rubric_core.batch.ray_cluster import configured_ray_address, offered_executors
+from rubric_core.providers.ratelimit import RateLimit, rate_limit_from_env
 from rubric_core.runs import RunHandle, RunSpec, SpecError, resume_run, spec_from_run, start_run
 from rubric_core.workbench.agreement import (
     NoLabelsError,
@@ -74,6 +75,7 @@ __all__ = [
     "GradedRow",
     "GradingError",
     "NoLabelsError",
+    "RateLimit",
     "RayUnavailable",
     "RegradeError",
     "RegradeJob",
@@ -100,6 +102,7 @@ __all__ = [
     "load_upload",
     "next_unlabelled",
     "offered_executors",
+    "rate_limit_from_env",
     "regrade",
     "resolve_rubric",
     "resume_run",

@@ -17,6 +17,7 @@ from rubric_core.batch.ray_cluster import check_ray_address
 from rubric_core.batch.run import run_batch
 
 if TYPE_CHECKING:
+    from rubric_core.providers.ratelimit import RateLimit
     from rubric_core.runs.handle import RunHandle
     from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
@@ -107,6 +108,7 @@ def start_batch(
     executor: str = "thread",
     ray_address: str | None = None,
     ray_task_cpus: float = 1.0,
+    rate_limit: RateLimit | None = None,
 ) -> BatchJob:
     """Validate a batch, then run it on a background thread; returns at once.
 
@@ -124,6 +126,7 @@ def start_batch(
         executor: `thread` or `ray` (see `run_batch`).
         ray_address: The Ray head node; default `$RUBRIC_STUDIO_RAY_ADDRESS`.
         ray_task_cpus: CPUs each Ray task reserves.
+        rate_limit: Requests and tokens per minute per endpoint, for every run of the batch.
 
     Returns:
         The job, its thread started; keep it in a `RunRegistry` to find it again.
@@ -149,6 +152,7 @@ def start_batch(
                 executor=executor,
                 ray_address=ray_address,
                 ray_task_cpus=ray_task_cpus,
+                rate_limit=rate_limit,
             )
         except Exception as exc:  # shown on the Batch page; runs stored so far are kept
             job.error = f"{type(exc).__name__}: {exc}"

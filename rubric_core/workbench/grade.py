@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from rubric_core.batch.limits import local_book
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
 from rubric_core.grader.logs import run_context
 from rubric_core.limits import quoted
+from rubric_core.providers.ratelimit import use_book
 from rubric_core.rubric import parse_criteria
 from rubric_core.runs.spec import SpecError, lone_surrogate, validate_concurrency
 from rubric_core.runs.validate import grader_problem
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from rubric_core.middleware import RubricMiddleware
+    from rubric_core.providers.ratelimit import RateLimit
     from rubric_core.schema import CriterionVerdict, RubricEvaluation
     from rubric_core.store import Store
     from rubric_core.workbench.datasets import GradedRow
@@ -378,6 +381,7 @@ def grade_outputs(
     grader_llm_factory: GraderFactory | None = None,
     stop_event: threading.Event | None = None,
     resume: bool = False,
+    rate_limit: RateLimit | None = None,
 ) -> GradeSummary:
     """Grade every row's output once, `max_concurrency` at a time; store labels given.
 
@@ -398,6 +402,7 @@ def grade_outputs(
         grader_llm_factory: Makes each pass's grader model instead of `grader_model`.
         stop_event: When set, rows not yet started are skipped.
         resume: Continue the batch `batch_id` (see above).
+        rate_limit: Requests and tokens per minute per endpoint, shared by every row's pass.
 
     Raises:
         GradingError: A label naming a criterion not in the rubric, no rows.
@@ -415,8 +420,13 @@ def grade_outputs(
     build_grader(None, grader_tools=grader_tools, samples=samples)  # checks tools, samples
     batch = batch_id or f"graded-{uuid.uuid4().hex[:16]}"
     finished = _resumable(store, batch, rows, rubric_version_id) if resume else set()
+    book = local_book(rate_limit)
 
     def one(index: int) -> tuple[int, int | None, RubricEvaluation | None, int] | None:
+        with use_book(book):
+            return graded(index)
+
+    def graded(index: int) -> tuple[int, int | None, RubricEvaluation | None, int] | None:
         if index in finished or (stop_event is not None and stop_event.is_set()):
             return None
         row = rows[index]
@@ -492,6 +502,7 @@ def start_graded_batch(
     base_url: str | None = None,
     api_key: str | None = None,
     concurrency: int = 4,
+    rate_limit: RateLimit | None = None,
 ) -> BatchJob:
     """Check a graded batch, then grade it on a background thread; returns at once.
 
@@ -527,6 +538,7 @@ def start_graded_batch(
                 batch_id=job.batch_id,
                 grader_llm_factory=factory,
                 stop_event=job.stop_event,
+                rate_limit=rate_limit,
             )
         except Exception as exc:  # shown on the page; runs stored so far are kept
             job.error = f"{type(exc).__name__}: {exc}"

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from rubric_core.batch.limits import local_book
 from rubric_core.errors import InputError
 from rubric_core.evaluate import ConsistencyReport, consistency_report
 from rubric_core.grader.judges import check_judges
 from rubric_core.grader.logs import run_context
+from rubric_core.providers.ratelimit import use_book
 from rubric_core.runs.spec import validate_concurrency
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.store import RunFilters
@@ -33,6 +35,7 @@ from rubric_core.workbench.grade import (
 )
 
 if TYPE_CHECKING:
+    from rubric_core.providers.ratelimit import RateBook, RateLimit
     from rubric_core.store import Store
 
 __all__ = [
@@ -153,28 +156,16 @@ class _Plan:
     stop_event: threading.Event = field(default_factory=threading.Event)
     done: set[tuple[int, int]] = field(default_factory=set)
     """(source pass, sample) already graded: a resumed experiment skips them."""
+    book: RateBook | None = None
+    """The re-grade's rate limit, one budget for all its threads (`None`: unpaced)."""
 
     def run(self) -> tuple[int, int]:
         def one(task: tuple[dict[str, Any], int]) -> str | None:
             if self.stop_event.is_set():
                 return None
             item, sample = task
-            middleware = build_grader(
-                self.make(),
-                grader_tools=self.grader_tools,
-                grader_system_prompt=self.grader_system_prompt,
-            )
-            messages: list[Any] = [HumanMessage(item["input"]), AIMessage(item["draft"])]
-            with run_context(item.get("run_id", f"of pass {item['evaluation_id']}")):
-                evaluation = middleware.grade_transcript(
-                    messages,
-                    self.version["text"],
-                    grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
-                )
-            self.store.record_experiment_item(
-                self.experiment_id, int(item["evaluation_id"]), sample, evaluation
-            )
-            return evaluation["result"]
+            with use_book(self.book):
+                return self._grade(item, sample)
 
         tasks = [
             (item, sample)
@@ -186,6 +177,25 @@ class _Plan:
             results = list(pool.map(one, tasks))
         done = [r for r in results if r is not None]
         return len(done), done.count("grader_error")
+
+    def _grade(self, item: dict[str, Any], sample: int) -> str:
+        """Grade one stored draft once and store the verdict; its result."""
+        middleware = build_grader(
+            self.make(),
+            grader_tools=self.grader_tools,
+            grader_system_prompt=self.grader_system_prompt,
+        )
+        messages: list[Any] = [HumanMessage(item["input"]), AIMessage(item["draft"])]
+        with run_context(item.get("run_id", f"of pass {item['evaluation_id']}")):
+            evaluation = middleware.grade_transcript(
+                messages,
+                self.version["text"],
+                grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
+            )
+        self.store.record_experiment_item(
+            self.experiment_id, int(item["evaluation_id"]), sample, evaluation
+        )
+        return evaluation["result"]
 
 
 def _prepare(
@@ -205,6 +215,7 @@ def _prepare(
     base_url: str | None,
     api_key: str | None,
     grader_llm_factory: GraderFactory | None,
+    rate_limit: RateLimit | None = None,
 ) -> _Plan:
     try:
         check_judges(None, None, samples)  # the middleware's own rule: 1 to 20
@@ -246,6 +257,7 @@ def _prepare(
         grader_tools=grader_tools,
         grader_system_prompt=grader_system_prompt,
         concurrency=concurrency,
+        book=local_book(rate_limit),
     )
 
 
@@ -290,6 +302,7 @@ def regrade(
     base_url: str | None = None,
     api_key: str | None = None,
     grader_llm_factory: GraderFactory | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> RegradeResult:
     """Grade stored drafts again and store the verdicts as an experiment.
 
@@ -305,6 +318,7 @@ def regrade(
         name: The experiment's name (default: rubric@version by grader).
         max_concurrency: Gradings at once (a thread pool, at most `MAX_CONCURRENCY`).
         grader_llm_factory: Makes each grading's model instead of `grader_model`.
+        rate_limit: Requests and tokens per minute per endpoint, shared by every grading.
 
     Raises:
         RegradeError: No selection, nothing to re-grade, runs of different rubrics, a
@@ -331,6 +345,7 @@ def regrade(
         base_url=base_url,
         api_key=api_key,
         grader_llm_factory=grader_llm_factory,
+        rate_limit=rate_limit,
     )
     return _finish(plan)
 
@@ -343,6 +358,7 @@ def resume_regrade(
     base_url: str | None = None,
     api_key: str | None = None,
     grader_llm_factory: GraderFactory | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> RegradeResult:
     """Continue an experiment that did not finish (`interrupted`, `stopped` or `error`):
     the same selection and settings, the gradings it stored kept, the others done now.
@@ -382,6 +398,7 @@ def resume_regrade(
             (int(item["evaluation_id"]), int(item["sample"]))
             for item in store.experiment_items(experiment_id)
         },
+        book=local_book(rate_limit),
     )
     store.resume_experiment(experiment_id)
     return _finish(plan)
@@ -446,6 +463,7 @@ _PREPARE_DEFAULTS: dict[str, Any] = {
     "base_url": None,
     "api_key": None,
     "grader_llm_factory": None,
+    "rate_limit": None,
 }
 
 
