@@ -28,7 +28,7 @@ from rubric_core.ui import (
 from rubric_core.ui.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
 from rubric_core.ui.settings import MAX_CONCURRENCY, TOOL_NAMES
 from rubric_core.workbench.agreement import compare_stored_experiments
-from rubric_core.workbench.regrade import start_regrade
+from rubric_core.workbench.regrade_job import start_regrade
 
 POLL_S = 1.0
 FLIPS_SHOWN = 50

@@ -57,13 +57,8 @@ from rubric_core.workbench.grade import (
     resolve_rubric,
     start_graded_batch,
 )
-from rubric_core.workbench.regrade import (
-    RegradeError,
-    RegradeJob,
-    RegradeResult,
-    regrade,
-    start_regrade,
-)
+from rubric_core.workbench.regrade import RegradeError, RegradeResult, regrade
+from rubric_core.workbench.regrade_job import RegradeJob, start_regrade
 
 __all__ = [
     "DATASET_SUFFIXES",
