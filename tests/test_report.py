@@ -174,3 +174,45 @@ def test_report_shows_agreement_where_there_are_labels(tmp_path):
         in html
     )
     assert html.count("data-fig=") == 2  # the summary's two charts, no input's
+
+
+def test_report_and_gate_files_get_a_new_files_mode_and_a_fifo_is_written_in_place(tmp_path):
+    """Written by the one output helper: not a 0600 temporary renamed into place, and a FIFO
+    stays a FIFO (issue 22 item 1's rule, for the report and the gate's files too)."""
+    import os
+    import stat
+    import threading
+
+    from click.testing import CliRunner
+
+    from rubric_core.cli import cli
+
+    store, batch_id = _hostile_batch(tmp_path)
+    store.close()
+    db = str(tmp_path / "r.db")
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    expected = stat.S_IMODE(plain.stat().st_mode)
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        cli, ["report", "--batch", batch_id, "--output", str(out), "--db", db]
+    )
+    assert result.exit_code == 0, result.output
+    assert stat.S_IMODE(out.stat().st_mode) == expected
+    junit = tmp_path / "results.xml"
+    result = CliRunner().invoke(
+        cli, ["gate", "--batch", batch_id, "--junit", str(junit), "--db", db]
+    )
+    assert result.exit_code in (0, 1), result.output
+    assert stat.S_IMODE(junit.stat().st_mode) == expected
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = CliRunner().invoke(
+        cli, ["report", "--batch", batch_id, "--output", str(fifo), "--db", db]
+    )
+    reader.join(60)
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and got and got[0].startswith(b"<!DOCTYPE html")

@@ -88,7 +88,8 @@ def report(
         )
     finally:
         store.close()
-    click.echo(f"Wrote {path} ({path.stat().st_size / 1e6:.1f} MB).")
+    if path.is_file():  # not `-` (standard output), a FIFO or a device
+        click.echo(f"Wrote {path} ({path.stat().st_size / 1e6:.1f} MB).", err=str(output) == "-")
 
 
 def _has_outputs(path: Path) -> bool:
@@ -280,11 +281,14 @@ def gate(
         )
     finally:
         store.close()
+    from rubric_core.outputs import open_output
+
     text = markdown_summary(figures, checks)
     for path, data in ((junit, junit_xml(figures, checks)), (summary, text.encode("utf-8"))):
         if path is not None:
             try:
-                path.write_bytes(data)
+                with open_output(path, binary=True) as fp:  # a FIFO or `-` too, as `export`
+                    fp.write(data)
             except OSError as exc:
                 raise BadInput(f"cannot write {path}: {exc.strerror}") from exc
     for check in checks:

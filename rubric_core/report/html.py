@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -235,16 +234,15 @@ def report_html(
 
 
 def write_report(store: Store, output: str | os.PathLike[str], **subject: Any) -> Path:
-    """`report_html` written to `output` (through a temporary file renamed into place)."""
+    """`report_html` written to `output` by `rubric_core.outputs` rules: a regular file
+    through a temporary file renamed into place (with the mode a new file gets), a FIFO or
+    device in place, `-` to standard output."""
+    from rubric_core.outputs import open_output
+
     path = Path(output)
     text = report_html(store, **subject)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    if str(output) != "-":
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with open_output(path, encoding="utf-8", newline=None) as file:
+        file.write(text)
     return path
