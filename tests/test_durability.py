@@ -478,11 +478,11 @@ def test_deleting_the_file_mid_run_stops_it_with_a_status_line(tmp_path, monkeyp
     path = tmp_path / "doomed.db"
     real_format = __import__("rubric_core.cli.running", fromlist=["format_pass"]).format_pass
 
-    def delete_after_first_pass(evaluation: Any) -> str:
+    def delete_after_first_pass(evaluation: Any, *args: Any) -> str:
         if evaluation["iteration"] == 0:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
-        return real_format(evaluation)
+        return real_format(evaluation, *args)
 
     monkeypatch.setattr("rubric_core.cli.running.format_pass", delete_after_first_pass)
     result = CliRunner().invoke(

@@ -212,7 +212,7 @@ PACKAGE_ORDER: dict[str, tuple[str, ...]] = {
         "ray_cluster",
         "run",
     ),
-    "workbench": ("datasets", "background", "grade", "regrade", "agreement"),
+    "workbench": ("datasets", "background", "grade", "regrade", "regrade_job", "agreement"),
 }
 
 

@@ -210,8 +210,8 @@ def regrade(
     from rubric_core.workbench.regrade import regrade as run_regrade
     from rubric_core.workbench.regrade import resume_regrade
 
-    if resume_id is None and grader_model is None:
-        raise BadInput("--grader is required (or --resume EXPERIMENT)")
+    # No --grader (or --grader none): code checks only, refused with the judged criterion
+    # named when the rubric has one (`runs.grader_problem`, as on every front door).
     store = open_store(db)
     try:
 
@@ -220,7 +220,6 @@ def regrade(
                 return resume_regrade(
                     store, resume_id, max_concurrency=concurrency, rate_limit=rate_limit
                 )
-            assert grader_model is not None
             filters = None
             if rubric_name or status or model:
                 filters = RunFilters(rubric=rubric_name, status=status, model=model)
