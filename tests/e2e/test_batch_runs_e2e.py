@@ -86,7 +86,9 @@ def test_batch_inputs_open_their_runs_and_batch_filters_runs_and_export(
     page.get_by_role("button", name="Launch batch").click()
 
     # Once it is done: the summary, then one row per input with each criterion's final verdict.
-    page.get_by_text("Pass rate in each run").wait_for(timeout=RUN_DONE_S * 1000)
+    page.get_by_text("Per-criterion pass rate over each run's final pass").first.wait_for(
+        timeout=RUN_DONE_S * 1000
+    )
     wait_idle(page)
     assert_no_exception(page)
     screenshot("batch-per-input")
