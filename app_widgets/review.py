@@ -7,7 +7,7 @@ import streamlit as st
 from app_widgets.pickers import rubric_version_picker
 from rubric_core.store import RunFilters, Store
 from rubric_core.ui import ANY, batch_options
-from rubric_core.workbench.agreement import labels_elsewhere, opening_version
+from rubric_core.workbench.agreement import labels_elsewhere, opening_version, version_counts
 
 __all__ = ["REVIEWER_KEY", "point_review_at", "review_scope", "reviewer_input"]
 
@@ -37,12 +37,24 @@ def reviewer_input(*, key: str) -> str:
 def review_scope(store: Store, *, key: str, want: str = "review") -> tuple[dict, RunFilters] | None:
     """Pick a rubric version and, optionally, one batch of its runs; `None` if none is stored.
 
-    Each rubric opens on the newest version with something to review (`want="review"`: a
+    The page opens on the first rubric with something to review (or compare), and each
+    rubric on the newest version with something to review (`want="review"`: a
     graded pass) or to compare (`want="labels"`: a labelled pass), looked up once per
     session (`opening_version`); when the shown version has no label and another has, the
     page says which.
     """
-    for rubric in store.list_rubrics():
+    rubrics = store.list_rubrics()
+    if f"{key}_rubric" not in st.session_state:
+        # The rubric too, once per session: the first with something to review (or with
+        # labels to compare, else a graded pass), not merely the first stored.
+        wanted = ("labelled", "passes") if want == "labels" else ("passes",)
+        counts = {r["name"]: version_counts(store, r["name"]) for r in rubrics}
+        for field in wanted:
+            found = next((n for n, c in counts.items() if any(v[field] for v in c)), None)
+            if found is not None:
+                st.session_state[f"{key}_rubric"] = found
+                break
+    for rubric in rubrics:
         # Looked up once per session: later reruns (each label saved) keep the choice.
         version_key = f"{key}_version_{rubric['name']}"
         if version_key in st.session_state:

@@ -286,3 +286,21 @@ def test_review_and_agreement_open_where_the_labels_are(
     assert any(
         n.startswith("v2 has no human label yet; v1 holds labels on 2 passes") for n in notes
     )
+
+
+def test_review_and_agreement_open_on_a_rubric_with_something_to_see(
+    app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
+) -> None:
+    with Store(db_path) as store:
+        store.save_rubric_version("aaa-empty", "- has a title")  # first stored, nothing graded
+        graded = store.save_rubric_version("zzz-graded", "- has a title")
+        run_id = _graded_run(
+            store, graded["id"], make_evaluation(verdicts=[("has a title", True)]),
+            status="satisfied",
+        )  # fmt: skip
+        (item,) = store.review_items(run_ids=[run_id])
+        store.set_labels(int(item["evaluation_id"]), {"has a title": True}, reviewer="ana")
+    for page, key in (("review", "review_rubric"), ("agreement", "agree_rubric")):
+        _page(app, page)
+        _no_exception(app)
+        assert app.selectbox(key=key).value == "zzz-graded"
