@@ -118,7 +118,9 @@ def _agreed(stored: StoredPass) -> bool:
     return bool(marks) and all(judged.get(name) == bool(human) for name, human in marks)
 
 
-def _feedback(stored: StoredPass, earlier: list[StoredPass]) -> str | None:
+def _feedback(
+    stored: StoredPass, earlier: list[StoredPass], verdicts: list[dict[str, Any]]
+) -> str | None:
     """The feedback message the agent was sent after this pass (None when none was)."""
     if stored.row[9] != "needs_revision":
         return None
@@ -126,9 +128,7 @@ def _feedback(stored: StoredPass, earlier: list[StoredPass]) -> str | None:
     from rubric_core.middleware import revision_message
     from rubric_core.scoring import regressions
 
-    criteria = [
-        {"name": v["criterion"], "passed": v["passed"], "gap": v["gap"]} for v in _verdicts(stored)
-    ]
+    criteria = [{"name": v["criterion"], "passed": v["passed"], "gap": v["gap"]} for v in verdicts]
     previous = [[{"name": v[1], "passed": bool(v[2])} for v in item.verdicts] for item in earlier]
     evaluation: Any = {
         "iteration": stored.row[7],
@@ -245,7 +245,8 @@ def _trajectory(
     steps = []
     for index, stored in enumerate(passes):
         row = stored.row
-        feedback = _feedback(stored, passes[:index])
+        verdicts = _verdicts(stored)
+        feedback = _feedback(stored, passes[:index], verdicts)
         messages.append(_assistant(row[18] or ""))
         if feedback is not None:
             messages.append(_user(feedback))
@@ -258,7 +259,7 @@ def _trajectory(
                 "score": row[15],
                 "explanation": row[10] or "",
                 "started_at": _iso(row[14]),
-                "verdicts": _verdicts(stored),
+                "verdicts": verdicts,
                 "feedback": feedback,
             }
         )
