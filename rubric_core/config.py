@@ -71,6 +71,12 @@ SETTINGS: tuple[Setting, ...] = (
         unset="no cluster",
     ),
     Setting(
+        "RUBRIC_STUDIO_RAY_POOL_IDLE_S",
+        "Seconds a process keeps its Ray workers after its last Ray batch (0: end them with it).",
+        default="60",
+        group="runs",
+    ),
+    Setting(
         "RUBRIC_STUDIO_RATE_LIMIT_RPM",
         "Requests per minute a batch, grade or regrade sends to each endpoint; also --rpm.",
         group="runs",

@@ -113,6 +113,7 @@ class RateLimitedProvider:
         self.ok = self.throttled = 0
         self.first: float | None = None
         self.last: float | None = None
+        self.arrivals: list[float] = []
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -157,6 +158,7 @@ class RateLimitedProvider:
             now = time.monotonic()
             if self.first is None:
                 self.first = now
+            self.arrivals.append(now - self.first)
             wait = self.requests.take(1, now)
             if not wait and self.tokens is not None:
                 wait = self.tokens.take(self.TOKENS_PER_REQUEST, now)
@@ -191,6 +193,7 @@ class RateLimitedProvider:
                 "throttled": self.throttled,
                 "first": self.first,
                 "last": self.last,
+                "arrivals": [round(t, 4) for t in self.arrivals],
             }
 
     def reset(self) -> None:
@@ -198,6 +201,7 @@ class RateLimitedProvider:
         with self.lock:
             self.ok = self.throttled = 0
             self.first = self.last = None
+            self.arrivals = []
             for bucket in (self.requests, self.tokens):
                 if bucket is not None:
                     bucket.level, bucket.stamp = bucket.capacity, time.monotonic()

@@ -209,6 +209,7 @@ PACKAGE_ORDER: dict[str, tuple[str, ...]] = {
         "worker",
         "threads",
         "processes",
+        "ray_pool",
         "ray_cluster",
         "run",
     ),

@@ -121,6 +121,9 @@ def _disconnect_ray_afterwards():
     if "ray" in sys.modules:
         import ray
 
+        from rubric_core.batch.ray_pool import pools
+
+        pools.end_all()
         ray.shutdown()
 
 
@@ -262,6 +265,49 @@ def test_ray_batch_stopped_half_way_resumes_without_rerunning_finished_inputs(
         assert after[index]["pid"] == before[index]["pid"]
     for index, run in before.items():  # interrupted ones continued their own run
         assert after[index]["id"] == run["id"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_ray_workers_serve_the_next_batch_and_end_when_left_idle(
+    pg_store: Store, ray_address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process's second Ray batch runs on the workers of its first (no worker starts and
+    imports again); a pool left idle past RUBRIC_STUDIO_RAY_POOL_IDLE_S is ended."""
+    template = _template(pg_store, 0.01)
+    monkeypatch.setenv("RUBRIC_STUDIO_RAY_POOL_IDLE_S", "600")
+    first = _on_ray(pg_store, template, ray_address)
+    second = _on_ray(pg_store, template, ray_address)
+    pids = [{int(r["pid"]) for r in _assert_complete(pg_store, s.batch_id)} for s in (first, second)]
+    assert len(pids[0]) == 4, "four workers for four inputs at a time"
+    assert pids[1] == pids[0], "the second batch ran on the first batch's workers"
+
+    monkeypatch.setenv("RUBRIC_STUDIO_RAY_POOL_IDLE_S", "1")
+    third = _on_ray(pg_store, template, ray_address)
+    third_pids = {int(r["pid"]) for r in _assert_complete(pg_store, third.batch_id)}
+    assert third_pids == pids[0]
+    _wait(
+        lambda: not any(_alive(pid) for pid in third_pids),
+        60,
+        "the idle workers to end",
+        lambda: sorted(pid for pid in third_pids if _alive(pid)),
+        poll_s=0.2,
+    )
+
+
+def test_a_bad_pool_idle_setting_is_named_before_anything_runs(
+    pg_store: Store, ray_address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUBRIC_STUDIO_RAY_POOL_IDLE_S", "a minute")
+    with pytest.raises(Exception, match="RUBRIC_STUDIO_RAY_POOL_IDLE_S must be a number"):
+        _on_ray(pg_store, _template(pg_store, 0.01), ray_address, batch_id="batch-bad-idle")
+    assert _runs(pg_store, "batch-bad-idle") == []
 
 
 # --------------------------------------------------------------------------- the CLI

@@ -1,19 +1,20 @@
-"""Batches on a Ray cluster: each input one Ray task that builds the agent and records into the store.
+"""Batches on a Ray cluster: each input run by one of the batch's Ray workers into the store.
 
-Ray does the scheduling, the placement and the retries; this module only submits one task
-per input (at most `concurrency` in flight), waits for them, and turns a stop into
-`ray.cancel`. Nothing here is a queue of our own.
+Ray does the placement, the restarts and the retries; this module hands the inputs to
+`concurrency` actors (`batch.ray_pool`: kept for the batch and, by this process, for the
+next batch), one input each at a time, waits for them, and turns a stop into killing the
+actors of the inputs in flight. Nothing here is a queue of our own.
 
-Each task opens the store from its URL (a `Store` is never pickled) and runs
+Each run opens the store from its URL (a `Store` is never pickled) and runs
 `run_batch_input`, the function a thread batch runs per input, so a Ray run records each
 graded pass before its loop goes on, exactly as a thread run does, and the Batch page
-(which reads only the store) shows its progress the same way. Ray retries a task whose
-worker process died (`max_retries`; never on an exception of ours, `retry_exceptions=False`);
-the retried task finds the input's run by `(batch_id, input_index)` and continues its
+(which reads only the store) shows its progress the same way. Ray restarts an actor whose
+worker process died and runs its input again (`max_retries`; never on an exception of
+ours); the new run finds the input's run by `(batch_id, input_index)` and continues its
 grading run from the checkpointer, and since passes are recorded idempotently by
 `(run, grading run, iteration)`, no pass is stored twice.
 
-Where the code comes from: tasks are pickled by reference, so every node must import
+Where the code comes from: the actor class is pickled by reference, so every node must import
 `rubric_core` and its dependencies from the Python that `ray start` ran: the same venv
 with the package installed (`pip install -r requirements.txt` and `pip install .`, or the
 checkout on `PYTHONPATH` when `ray start` runs). `run_on_ray(..., runtime_env=...)` passes
@@ -32,7 +33,6 @@ dashboard pays for it otherwise.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import threading
 from typing import TYPE_CHECKING, Any
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from rubric_core import config
 from rubric_core.batch.common import mark_interrupted
 from rubric_core.batch.limits import RayBook, ray_book
-from rubric_core.batch.worker import run_input_in_worker
+from rubric_core.batch.ray_pool import RunnerPool, pools
 from rubric_core.errors import RubricStudioError
 from rubric_core.extras import MissingExtra
 from rubric_core.runs.checkpoints import CHECKPOINTERS, checkpoint_path
@@ -76,13 +76,13 @@ _INIT_TIMEOUT_S = 60.0
 """How long `ray.init` gets to connect (it can hang on an address that answers oddly)."""
 
 _MAX_RETRIES = 3
-"""Times Ray re-runs a task whose worker process died."""
+"""Times Ray restarts a batch's worker, and re-runs its input, after its process died."""
 
 _POLL_S = 0.25
 """How often the driver looks at the stop event while waiting for tasks."""
 
 _CANCEL_GRACE_S = 30.0
-"""How long the driver waits for Ray to end the tasks it cancelled."""
+"""How long the driver waits for Ray to end the inputs it stopped."""
 
 _CONNECT_LOCK = threading.Lock()
 
@@ -185,6 +185,7 @@ def _connect(address: str, runtime_env: Mapping[str, Any] | None) -> ModuleType:
             current = ray.get_runtime_context().gcs_address
             if current == address and runtime_env is None:
                 return ray
+            pools.end_all()  # their actors belong to the job that ends here
             ray.shutdown()
         outcome: dict[str, BaseException | None] = {}
 
@@ -247,66 +248,26 @@ def _prepare_checkpoints(store: Store) -> None:
     CHECKPOINTERS.release(path)
 
 
-# --------------------------------------------------------------------------- the task
-
-
-def _run_input_task(
-    target: str,
-    spec_template: RunSpec,
-    batch_id: str,
-    index: int,
-    text: str,
-    model_factory: ModelFactory | None,
-    book: RayBook | None = None,
-) -> dict[str, Any]:
-    """The body of one Ray task: run input `index` of the batch into the store at `target`.
-
-    Returns where it ran, for the driver's log and the tests: `{run_id, pid, node_id}`.
-    A stopped batch kills the task's worker (`ray.cancel(force=True)`); the driver then
-    marks the run `interrupted`. `book`: the batch's rate limit, in an actor.
-    """
-    import ray
-
-    from rubric_core.providers.ratelimit import use_book
-
-    with use_book(book):
-        run_id = run_input_in_worker(
-            target,
-            spec_template,
-            batch_id=batch_id,
-            index=index,
-            text=text,
-            stop_event=threading.Event(),
-            model_factory=model_factory,
-        )
-    return {
-        "run_id": run_id,
-        "pid": os.getpid(),
-        "node_id": ray.get_runtime_context().get_node_id(),
-    }
-
-
 # --------------------------------------------------------------------------- the driver
 
 
-def _cancel(ray: ModuleType, in_flight: dict[Any, int]) -> None:
-    """Cancel the tasks still in flight and wait (bounded) until Ray has ended them.
+def _cancel(ray: ModuleType, pool: RunnerPool, in_flight: dict[Any, tuple[int, Any]]) -> None:
+    """End the inputs in flight and wait (bounded) until Ray has ended them.
 
-    By force: the worker process is killed, as a crash would. The polite cancel raises
-    `KeyboardInterrupt` at whatever line the task is on, and a worker that goes on serving
-    tasks after that may hold a lock or a pooled connection the interrupt left behind.
-    A killed worker loses nothing stored (every pass is committed when graded; the
-    checkpoint is in the database), and Ray does not retry a cancelled task.
+    By killing their actors' worker processes, as a crash would (they leave the pool):
+    an interrupt raised at whatever line a run is on could leave a lock or a pooled
+    connection behind in a worker that goes on serving. A killed worker loses nothing
+    stored (every pass is committed when graded; the checkpoint is in the database).
     """
     refs = list(in_flight)
-    for ref in refs:
-        ray.cancel(ref, force=True)
+    for _, actor in in_flight.values():
+        pool.drop(actor)
     ray.wait(refs, num_returns=len(refs), timeout=_CANCEL_GRACE_S)
 
 
 def _task_failure(ray: ModuleType, exc: BaseException) -> str:
     """Why a task failed, for the log and the run's error; raises if no task can run."""
-    if isinstance(exc, ray.exceptions.RayTaskError) and "No module named 'rubric_core" in str(exc):
+    if isinstance(exc, ray.exceptions.RayError) and "No module named 'rubric_core" in str(exc):
         msg = (
             "Ray workers cannot import rubric_core: install it (and requirements.txt) in the "
             "Python every `ray start` ran, or start the nodes with the checkout on PYTHONPATH"
@@ -341,13 +302,14 @@ def run_on_ray(
     runtime_env: Mapping[str, Any] | None = None,
     rate_limit: RateLimit | None = None,
 ) -> None:
-    """Run inputs `pending` of a batch as Ray tasks, at most `concurrency` in flight.
+    """Run inputs `pending` of a batch on `concurrency` Ray workers of `task_cpus` CPUs each.
 
     `run_batch(..., executor="ray")` calls this after validating the batch. Setting
-    `stop` cancels the tasks in flight (`ray.cancel`), submits no more and marks their
-    runs `interrupted`; a task whose worker died more than `max_retries` times is
+    `stop` kills the workers of the inputs in flight, hands out no more and marks their
+    runs `interrupted`; an input whose worker died more than `max_retries` times is
     marked `interrupted` too, so resuming the batch continues it. A `rate_limit` is held
-    by a Ray actor for the batch's length (`batch.limits.ray_book`), every task asking it.
+    for the batch's length by a server on this machine (`batch.limits.ray_book`), every
+    run asking it. The workers stay for this process's next Ray batch (`batch.ray_pool`).
 
     Raises:
         RayUnavailable: The cluster does not answer or cannot run the batch (a SQLite
@@ -359,13 +321,10 @@ def run_on_ray(
     ray = _connect(resolved, runtime_env)
     target = _store_target(store, ray, resolved)
     _prepare_checkpoints(store)
-    task = ray.remote(_run_input_task).options(
-        num_cpus=task_cpus, max_retries=max_retries, retry_exceptions=False
-    )
-    with ray_book(ray, rate_limit) as book:
+    with pools.take(ray, task_cpus, max_retries) as pool, ray_book(ray, rate_limit) as book:
         _drive(
             ray,
-            task,
+            pool,
             store,
             spec_template,
             inputs,
@@ -382,7 +341,7 @@ def run_on_ray(
 
 def _drive(
     ray: ModuleType,
-    task: Any,
+    pool: RunnerPool,
     store: Store,
     spec_template: RunSpec,
     inputs: Sequence[str],
@@ -396,31 +355,37 @@ def _drive(
     stop: threading.Event,
     model_factory: ModelFactory | None,
 ) -> None:
-    """Submit the tasks, at most `concurrency` in flight, and wait for them (see `run_on_ray`)."""
+    """Hand the inputs to the pool's actors, one each at a time, and wait for them."""
     spec_ref = ray.put(spec_template)
     queue = list(pending)
     queue.reverse()
-    in_flight: dict[Any, int] = {}
+    free = list(reversed(pool.grow(min(concurrency, len(pending)))))
+    in_flight: dict[Any, tuple[int, Any]] = {}
     finished = len(inputs) - len(pending)
     lost: dict[int, str] = {}
     try:
         while (queue or in_flight) and not stop.is_set():
-            while queue and len(in_flight) < concurrency:
-                index = queue.pop()
-                ref = task.remote(
+            while queue and free:
+                index, actor = queue.pop(), free.pop()
+                ref = actor.run.remote(
                     target, spec_ref, batch_id, index, inputs[index], model_factory, book
                 )
-                in_flight[ref] = index
+                in_flight[ref] = (index, actor)
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=_POLL_S)
             for ref in ready:
-                index = in_flight.pop(ref)
+                index, actor = in_flight.pop(ref)
                 try:
                     result = ray.get(ref)
                 except ray.exceptions.RayError as exc:
                     reason = _task_failure(ray, exc)
                     logger.warning("batch %s: input %d failed on Ray: %s", batch_id, index, reason)
                     lost[index] = reason
+                    if isinstance(exc, ray.exceptions.RayActorError):  # Ray gave up on it
+                        pool.drop(actor)
+                        actor = pool.new_actor()
+                    free.append(actor)
                     continue
+                free.append(actor)
                 run_id = result.get("run_id")
                 logger.debug(
                     "batch %s: input %d ran as run %s on node %s (pid %s)",
@@ -438,9 +403,9 @@ def _drive(
                 except Exception:
                     logger.exception("batch %s: progress callback raised", batch_id)
     finally:
-        stopped = set(in_flight.values())
+        stopped = {index for index, _ in in_flight.values()}
         if in_flight:
-            _cancel(ray, in_flight)
+            _cancel(ray, pool, in_flight)
         if stopped:
             mark_interrupted(store, batch_id, "the batch was stopped", indexes=stopped)
         for index, reason in lost.items():
