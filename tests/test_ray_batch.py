@@ -284,7 +284,9 @@ def test_ray_workers_serve_the_next_batch_and_end_when_left_idle(
     monkeypatch.setenv("RUBRIC_STUDIO_RAY_POOL_IDLE_S", "600")
     first = _on_ray(pg_store, template, ray_address)
     second = _on_ray(pg_store, template, ray_address)
-    pids = [{int(r["pid"]) for r in _assert_complete(pg_store, s.batch_id)} for s in (first, second)]
+    pids = [
+        {int(r["pid"]) for r in _assert_complete(pg_store, s.batch_id)} for s in (first, second)
+    ]
     assert len(pids[0]) == 4, "four workers for four inputs at a time"
     assert pids[1] == pids[0], "the second batch ran on the first batch's workers"
 

@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Any
 from rubric_core.batch.common import mark_interrupted
 from rubric_core.batch.limits import process_book
 from rubric_core.batch.worker import close_worker_stores, run_input_in_worker
-from rubric_core.providers.ratelimit import use_book
 from rubric_core.runs.spec import SpecError
 
 if TYPE_CHECKING:
@@ -162,16 +161,16 @@ def _serve(
             results.put(("started", pid, index, None))
             run_id = None
             try:
-                with use_book(book):
-                    run_id = run_input_in_worker(
-                        target,
-                        spec_template,
-                        batch_id=batch_id,
-                        index=index,
-                        text=text,
-                        stop_event=local_stop,
-                        model_factory=model_factory,
-                    )
+                run_id = run_input_in_worker(
+                    target,
+                    spec_template,
+                    batch_id=batch_id,
+                    index=index,
+                    text=text,
+                    stop_event=local_stop,
+                    model_factory=model_factory,
+                    book=book,
+                )
             except Exception:  # run_batch_input logs and stores its own failures
                 logger.exception("batch %s: input %d failed in worker %d", batch_id, index, pid)
             results.put(("finished", pid, index, run_id))

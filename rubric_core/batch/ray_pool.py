@@ -71,18 +71,16 @@ class RunActor:
         """Run input `index` of the batch; where it ran: `{run_id, pid, node_id}`."""
         import ray
 
-        from rubric_core.providers.ratelimit import use_book
-
-        with use_book(book):
-            run_id = run_input_in_worker(
-                target,
-                spec_template,
-                batch_id=batch_id,
-                index=index,
-                text=text,
-                stop_event=threading.Event(),
-                model_factory=model_factory,
-            )
+        run_id = run_input_in_worker(
+            target,
+            spec_template,
+            batch_id=batch_id,
+            index=index,
+            text=text,
+            stop_event=threading.Event(),
+            model_factory=model_factory,
+            book=book,
+        )
         return {
             "run_id": run_id,
             "pid": os.getpid(),

@@ -13,9 +13,11 @@ import threading
 from typing import TYPE_CHECKING
 
 from rubric_core.batch.common import run_batch_input
+from rubric_core.providers.ratelimit import use_book
 
 if TYPE_CHECKING:
     from rubric_core.batch.common import ModelFactory
+    from rubric_core.providers.ratelimit import BookLike
     from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 
@@ -61,18 +63,21 @@ def run_input_in_worker(
     text: str,
     stop_event: threading.Event,
     model_factory: ModelFactory | None,
+    book: BookLike | None = None,
 ) -> int | None:
     """Run input `index` of a batch into the store at `target`; its run id (`None`: not started).
 
     `run_batch_input` on this process's store: repeating it for the same input continues
     that input's run, so a retried task or a resumed batch never stores a pass twice.
+    Its requests ask `book`, the batch's rate limit (`None`: unpaced).
     """
-    return run_batch_input(
-        worker_store(target),
-        spec_template,
-        batch_id=batch_id,
-        index=index,
-        text=text,
-        stop_event=stop_event,
-        model_factory=model_factory,
-    )
+    with use_book(book):
+        return run_batch_input(
+            worker_store(target),
+            spec_template,
+            batch_id=batch_id,
+            index=index,
+            text=text,
+            stop_event=stop_event,
+            model_factory=model_factory,
+        )
