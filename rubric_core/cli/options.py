@@ -57,7 +57,7 @@ class ExecutorOptions:
     ray_address: str | None = None
     """`--ray-address` (also `$RUBRIC_STUDIO_RAY_ADDRESS`): the head node, `HOST:PORT`."""
     ray_task_cpus: float = 1.0
-    """`--ray-task-cpus`: CPUs each Ray task reserves."""
+    """`--ray-task-cpus`: CPUs each Ray worker of a batch reserves."""
 
 
 _EXECUTOR_FIELDS = tuple(f.name for f in fields(ExecutorOptions))
@@ -69,7 +69,7 @@ _EXECUTOR_OPTIONS = (
         default="thread",
         show_default=True,
         help="thread: runs in this process; process: worker processes, one per core; "
-        "ray: one Ray task per input on a cluster (needs a postgresql:// store).",
+        "ray: Ray workers on a cluster, one input each at a time (needs a postgresql:// store).",
     ),
     click.option(
         "--ray-address",
@@ -82,7 +82,7 @@ _EXECUTOR_OPTIONS = (
         type=click.FloatRange(min=0.01),
         default=1.0,
         show_default=True,
-        help="CPUs each Ray task reserves; below 1 lets a node run several at once.",
+        help="CPUs each Ray worker reserves; below 1 lets a node run several at once.",
     ),
 )
 

@@ -357,7 +357,7 @@ def _check_concurrency(concurrency: int) -> None:
     type=int,
     default=4,
     show_default=True,
-    help=f"Runs at once (1-{MAX_CONCURRENCY}); with Ray, tasks in flight.",
+    help=f"Runs at once (1-{MAX_CONCURRENCY}); with Ray, the workers the batch runs on.",
 )
 @click.option(
     "--resume",
