@@ -507,3 +507,32 @@ def test_runtime_requirements_carry_pytest_for_the_sandbox():
     assert pins.get("pytest") == version("pytest")
     ci = (REPO / ".ci" / "run").read_text()
     assert "-r requirements.txt" in ci and "examples/find_duplicates.py" in ci
+
+
+def test_a_venv_whose_python_links_out_of_the_mounts_gets_every_link_mounted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A venv of another Python (Debian's: .venv/bin/python -> python3 -> /usr/bin/python3
+    -> python3.11) ran nothing in the sandbox: the link out of the venv dangled inside."""
+    from rubric_core.tools import _sandbox_bwrap as bw
+
+    base = tmp_path / "base" / "bin"
+    base.mkdir(parents=True)
+    (base / "python3.11").write_text("")
+    (base / "python3").symlink_to("python3.11")
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python3").symlink_to(base / "python3")
+    (venv_bin / "python").symlink_to("python3")
+    monkeypatch.setattr(bw.sys, "executable", str(venv_bin / "python"))
+    monkeypatch.setattr(bw, "needed_paths", lambda: [str(tmp_path / "venv")])
+    argv, _ = bw.bwrap_argv(
+        "bwrap",
+        host_src=str(tmp_path),
+        host_site=str(tmp_path),
+        disk_bytes=1 << 20,
+        drop_to_uid=False,
+    )
+    mounted = {argv[i + 2] for i, arg in enumerate(argv) if arg == "--ro-bind"}
+    assert str(tmp_path / "venv") in mounted
+    assert {str(base / "python3"), str(base / "python3.11")} <= mounted

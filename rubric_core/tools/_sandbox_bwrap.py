@@ -109,6 +109,25 @@ def needed_paths() -> list[str]:
     return sorted(paths)
 
 
+def _symlink_chain(path: str) -> list[str]:
+    """`path` and each absolute path its symlinks lead through, to the file itself.
+
+    Examples:
+        >>> _symlink_chain("/nonexistent/python")
+        ['/nonexistent/python']
+    """
+    chain = [path]
+    for _ in range(40):  # the kernel's own limit on links followed
+        if not os.path.islink(chain[-1]):
+            break
+        target = os.readlink(chain[-1])
+        step = os.path.normpath(os.path.join(os.path.dirname(chain[-1]), target))
+        if step in chain:
+            break
+        chain.append(step)
+    return chain
+
+
 def _outermost(paths: list[str]) -> list[str]:
     unique = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
     return [
@@ -131,8 +150,12 @@ def bwrap_argv(
     # (needed_paths lists them) are enough.
     python_dirs = [p for p in needed_paths() if os.path.realpath(p) not in _SYSTEM_PREFIXES]
     binds: list[tuple[str, str]] = [(p, p) for p in _outermost(python_dirs)]
-    if not any(sys.executable.startswith(b.rstrip("/") + "/") for b, _ in binds):
-        binds.append((sys.executable, sys.executable))  # e.g. /usr/bin/python3, a symlink
+    for step in _symlink_chain(sys.executable):
+        # A venv's python links to its base interpreter (e.g. a venv of Debian's Python:
+        # .venv/bin/python3 -> /usr/bin/python3 -> python3.11): every step outside what
+        # is mounted is mounted as the file it leads to, or the link dangles inside.
+        if not any(step.startswith(b.rstrip("/") + "/") or step == b for b, _ in binds):
+            binds.append((step, step))
     links: list[tuple[str, str]] = []
     for lib in _SYSTEM_LIBS:
         if os.path.islink(lib):
