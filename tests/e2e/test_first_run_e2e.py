@@ -25,12 +25,16 @@ WATCH_PASSES = """() => {
     const look = () => {
         const main = document.querySelector('[data-testid="stMain"]');
         if (!main) return;
-        const fresh = [...main.querySelectorAll('[data-testid="stMetric"]')]
-            .filter(e => !e.closest('[data-stale="true"]'));
-        const box = fresh.find(e => e.innerText.includes('Grading passes'));
+        // A drawn element counts while marked stale too: on a loaded machine a fragment
+        // that polls every second may rerun for longer than that, so its elements stay
+        // marked stale from one rerun to the next; the states still only move forward.
+        const stale = e => !!e.closest('[data-stale="true"]');
+        const boxes = [...main.querySelectorAll('[data-testid="stMetric"]')]
+            .filter(e => e.innerText.includes('Grading passes'));
+        const box = boxes.find(e => !stale(e)) || boxes[0];
         if (!box) return;
         const running = [...main.querySelectorAll('[data-testid="stAlert"]')]
-            .some(e => !e.closest('[data-stale="true"]') && e.innerText.includes('running —'));
+            .some(e => stale(e) === stale(box) && e.innerText.includes('running —'));
         const seen = box.querySelector('[data-testid="stMetricValue"]').innerText.trim()
             + (running ? ' running' : '');
         if (window.passesSeen[window.passesSeen.length - 1] !== seen) window.passesSeen.push(seen);
