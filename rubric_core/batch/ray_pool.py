@@ -54,10 +54,6 @@ _DEFAULT_IDLE_S = 60.0
 class RunActor:
     """One Ray worker of a batch: runs one input at a time into the store at `target`."""
 
-    def ping(self) -> int:
-        """The worker's pid (a round trip that waits for the actor to be up)."""
-        return os.getpid()
-
     def run(
         self,
         target: str,
