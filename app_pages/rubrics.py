@@ -7,6 +7,7 @@ import streamlit as st
 from app_widgets.run_form import fill_run_form
 from app_widgets.session import PERSIST, run_registry
 from app_widgets.store import STORE_ERRORS, get_store, show_store_error
+from rubric_core.errors import InputError
 from rubric_core.ui import (
     RUBRIC_TEMPLATES,
     criteria_changes,
@@ -17,7 +18,7 @@ from rubric_core.ui import (
     version_diff,
     version_label,
 )
-from rubric_core.ui.forms import DEMO_LATENCY_S, DEMO_SCENARIO, scenario_form
+from rubric_core.ui.forms import DEMO_LATENCY_S, DEMO_SCENARIO, demo_latency_s, scenario_form
 from rubric_core.ui.models import list_scenarios, load_scenario
 from rubric_core.ui.rubrics import (
     RubricError,
@@ -50,11 +51,9 @@ templates = {**RUBRIC_TEMPLATES, **scenario_templates(list_scenarios())}
 # ---------------------------------------------------------------- Try it
 
 
-def try_demo() -> None:
+def try_demo(latency_s: float) -> None:
     """Run the demo scenario with slow replay models and open the Run page to watch it."""
-    form = scenario_form(
-        load_scenario(DEMO_SCENARIO), tool_names=TOOL_NAMES, latency_s=DEMO_LATENCY_S
-    )
+    form = scenario_form(load_scenario(DEMO_SCENARIO), tool_names=TOOL_NAMES, latency_s=latency_s)
     try:
         version = fill_run_form(store, form)
         handle = start_run(store, form.run_spec(int(version["id"])))
@@ -70,29 +69,39 @@ def try_demo() -> None:
     state["run_flash"] = (
         "success",
         f"Demo run #{handle.run_id} started: the {DEMO_SCENARIO!r} scenario, replaying "
-        f"scripted responses at {DEMO_LATENCY_S:g} s per call. Its form is filled in below; "
+        f"scripted responses at {latency_s:g} s per call. Its form is filled in below; "
         "change it and launch your own.",
     )
     st.switch_page("app_pages/run.py")
 
 
-TRY_IT = (
-    "**New here? Watch the loop once.** *Try it* runs the bundled haiku demo: the agent "
-    "writes a haiku, the grader counts its syllables with a tool and asks for a fix, the "
-    "agent revises. Its models **replay scripted responses**: they are not language models "
-    f"(no network, no key) and wait {DEMO_LATENCY_S:g} s per call, so each grading pass "
-    "arrives on the timeline and heatmap while you watch, and you can press Stop."
-)
+def try_it_text(latency_s: float) -> str:
+    return (
+        "**New here? Watch the loop once.** *Try it* runs the bundled haiku demo: the agent "
+        "writes a haiku, the grader counts its syllables with a tool and asks for a fix, the "
+        "agent revises. Its models **replay scripted responses**: they are not language "
+        f"models (no network, no key) and wait {latency_s:g} s per call, so each grading "
+        "pass arrives on the timeline and heatmap while you watch, and you can press Stop."
+    )
+
+
 first_visit = not store.count_runs()
 if first_visit:
+    try:
+        demo_latency: float | None = demo_latency_s()
+    except InputError as exc:  # the variable is named; the demo waits until it is fixed
+        demo_latency = None
+        demo_problem = str(exc)
     with st.container(border=True):
         text_col, button_col = st.columns([5, 1], vertical_alignment="center")
-        text_col.markdown(TRY_IT)
+        text_col.markdown(try_it_text(DEMO_LATENCY_S if demo_latency is None else demo_latency))
+        if demo_latency is None:
+            text_col.error(f"Try it is off: {demo_problem}")
         if button_col.button(
             "Try it", type="primary", icon=":material/play_arrow:", key="rubrics_try",
-            width="stretch",
-        ):  # fmt: skip
-            try_demo()
+            width="stretch", disabled=demo_latency is None,
+        ) and demo_latency is not None:  # fmt: skip
+            try_demo(demo_latency)
 
 # Open on a first visit, then stay as the person leaves it (not folded by the first save).
 state.setdefault("rubrics_paths_open", not rubrics)

@@ -1,6 +1,7 @@
 """Every environment variable Rubric Studio reads: its name, default and meaning, in one place.
 
-Each setting is a `Setting` declared here; the accessors (`text`, `flag`, `integer`) read
+Each setting is a `Setting` declared here; the accessors (`text`, `flag`, `integer`,
+`seconds`) read
 the environment when they are called, never at import, so a test's `monkeypatch.setenv`
 is seen at once. Our own variables share the prefix `RUBRIC_STUDIO_`; the sandbox's
 older names (`RUBRIC_SANDBOX_*`) are still read, with a `DeprecationWarning` naming the
@@ -24,6 +25,7 @@ __all__ = [
     "describe",
     "flag",
     "integer",
+    "seconds",
     "setting",
     "shown_value",
     "text",
@@ -74,6 +76,12 @@ SETTINGS: tuple[Setting, ...] = (
         "RUBRIC_STUDIO_RAY_POOL_IDLE_S",
         "Seconds a process keeps its Ray workers after its last Ray batch (0: end them with it).",
         default="60",
+        group="runs",
+    ),
+    Setting(
+        "RUBRIC_STUDIO_DEMO_LATENCY_S",
+        "Seconds each scripted reply of the dashboard's Try it demo waits (0 to 60).",
+        default="1",
         group="runs",
     ),
     Setting(
@@ -255,6 +263,29 @@ def integer(name: str) -> int | None:
     except ValueError:
         msg = f"{name} must be an integer, got {value!r}"
         raise InputError(msg) from None
+
+
+def seconds(name: str, *, high: float) -> float:
+    """The setting as a number of seconds from 0 to `high`; its default when unset.
+
+    Raises:
+        InputError: If it is not a number, or lies outside 0 to `high`; the message names
+            the variable and the value.
+
+    Examples:
+        >>> seconds("RUBRIC_STUDIO_RAY_POOL_IDLE_S", high=86_400)
+        60.0
+    """
+    value = text(name)
+    try:
+        number = float(value)
+    except ValueError:
+        msg = f"{name} must be a number of seconds, got {value!r}"
+        raise InputError(msg) from None
+    if not 0 <= number <= high:  # NaN fails this too
+        msg = f"{name} must be between 0 and {high:g} seconds, got {value!r}"
+        raise InputError(msg)
+    return number
 
 
 def shown_value(item: Setting) -> str:

@@ -93,6 +93,40 @@ def test_try_it_runs_the_demo_slowly_and_opens_the_run_page_to_watch_it(app: App
         assert handle.wait(RUN_TIMEOUT_S)
 
 
+def test_the_demo_runs_at_the_pace_the_environment_sets(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app_widgets.session import run_registry
+
+    monkeypatch.setenv("RUBRIC_STUDIO_DEMO_LATENCY_S", "2.5")
+    app.run()
+    assert "wait 2.5 s per call" in " ".join(m.value for m in app.markdown)
+    app.button(key="rubrics_try").click().run()
+    _no_exception(app)
+    handle = run_registry().run(app.session_state["run_watch"])
+    assert handle is not None
+    try:
+        model = f"replay:{DEMO_SCENARIO}?latency_s=2.5"
+        assert handle.run()["agent_model"] == model
+        assert app.number_input(key="run_agent_latency").value == 2.5
+    finally:
+        handle.stop()
+        assert handle.wait(RUN_TIMEOUT_S)
+
+
+@pytest.mark.parametrize("value", ["fast", "61", "-1", "nan"])
+def test_a_bad_demo_pace_is_named_and_try_it_waits_for_it(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch, db_path: Path, value: str
+) -> None:
+    monkeypatch.setenv("RUBRIC_STUDIO_DEMO_LATENCY_S", value)
+    app.run()
+    _no_exception(app)
+    assert "RUBRIC_STUDIO_DEMO_LATENCY_S must be" in _errors(app)
+    assert repr(value) in _errors(app)
+    assert app.button(key="rubrics_try").disabled  # AppTest, like a browser, cannot press it
+    assert _stored(db_path)[1] == 0
+
+
 def test_the_offline_demo_loader_stays_open_after_its_first_use(app: AppTest) -> None:
     _page(app, "run")
     assert app.expander[0].label.startswith("Offline demo") and app.expander[0].proto.expanded

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from rubric_core import config
 from rubric_core.batch.worker import run_input_in_worker
-from rubric_core.errors import InputError
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -47,8 +46,6 @@ logger = logging.getLogger(__name__)
 
 POOL_IDLE_ENV = "RUBRIC_STUDIO_RAY_POOL_IDLE_S"
 """Seconds an unused pool of Ray workers is kept after its last batch (0: ended at once)."""
-
-_DEFAULT_IDLE_S = 60.0
 
 
 class RunActor:
@@ -125,16 +122,7 @@ class RunnerPool:
 
 def _idle_s() -> float:
     """`RUBRIC_STUDIO_RAY_POOL_IDLE_S` in seconds (a bad value is named, not guessed at)."""
-    value = config.text(POOL_IDLE_ENV)
-    try:
-        seconds = float(value) if value else _DEFAULT_IDLE_S
-    except ValueError:
-        msg = f"{POOL_IDLE_ENV} must be a number of seconds, got {value!r}"
-        raise InputError(msg) from None
-    if not 0 <= seconds <= 86_400:
-        msg = f"{POOL_IDLE_ENV} must be between 0 and 86400 seconds, got {value!r}"
-        raise InputError(msg)
-    return seconds
+    return config.seconds(POOL_IDLE_ENV, high=86_400)
 
 
 class _Pools:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rubric_core import config
 from rubric_core.providers.replay import (
     SCENARIO_RUBRIC_NOTE,
     SCENARIO_RUBRIC_TAGS,
@@ -32,6 +33,7 @@ __all__ = [
     "DEMO_LATENCY_S",
     "DEMO_SCENARIO",
     "ScenarioForm",
+    "demo_latency_s",
     "max_iterations_problem",
     "replay_mismatch_problem",
     "scenario_for_rubric",
@@ -43,7 +45,26 @@ DEMO_SCENARIO = "haiku"
 the agent revises, the second pass is satisfied."""
 
 DEMO_LATENCY_S = 1.0
-"""Seconds per model call in the demo: slow enough to watch each pass arrive and to press Stop."""
+"""Seconds per model call in the demo by default: slow enough to watch each pass arrive and
+to press Stop on a quiet machine."""
+
+DEMO_LATENCY_ENV = "RUBRIC_STUDIO_DEMO_LATENCY_S"
+
+
+def demo_latency_s() -> float:
+    """Seconds per model call in the demo: `RUBRIC_STUDIO_DEMO_LATENCY_S`, 1 when unset.
+
+    A slower pace suits a loaded or slow machine, where the Run page may take longer to
+    draw than a one-second demo takes to finish.
+
+    Raises:
+        InputError: The variable is not a number from 0 to 60 (the replay models' bound).
+
+    Examples:
+        >>> demo_latency_s() == DEMO_LATENCY_S
+        True
+    """
+    return config.seconds(DEMO_LATENCY_ENV, high=60)
 
 
 def max_iterations_problem(value: Any) -> str | None:

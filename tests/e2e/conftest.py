@@ -75,11 +75,15 @@ class Dashboard:
 
 
 @pytest.fixture
-def dashboard(tmp_path: Path) -> Iterator[Dashboard]:
-    """`streamlit run app.py` on a free loopback port, with its database in tmp_path."""
+def dashboard(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Dashboard]:
+    """`streamlit run app.py` on a free loopback port, with its database in tmp_path and
+    the variables of the test's `dashboard_env` marker, if any, in its environment."""
     db_path = tmp_path / "studio.db"
     log_path = tmp_path / "streamlit.log"
     env = {**os.environ, "RUBRIC_STUDIO_DB": str(db_path), "PYTHONUNBUFFERED": "1"}
+    marker = request.node.get_closest_marker("dashboard_env")
+    if marker is not None:
+        env.update(marker.kwargs)
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY"):
         env.pop(var, None)
     port = _free_port()

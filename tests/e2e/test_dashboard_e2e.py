@@ -64,6 +64,25 @@ def choose(page: Any, label: str, option: str, nth: int = 0) -> None:
     wait_idle(page)
 
 
+def pick_option(page: Any, group: Any, option: str, *, shows: Any, timeout_s: float = 90) -> None:
+    """Click `option` in the radio `group` and wait until `shows` (what the choice draws) is
+    on the page. A click that lands while the page redraws from the change before may be
+    dropped by the browser; the radio is then shown unchecked, and, as a person would, the
+    click is made again. A radio shown checked whose choice is never drawn fails here."""
+    deadline = time.monotonic() + timeout_s
+    choice = group.locator('[data-testid="stRadioOption"]').filter(has_text=option)
+    while True:
+        if not choice.locator("input").is_checked():
+            choice.click()
+        wait_idle(page)
+        try:
+            shows.wait_for(timeout=5_000)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+
+
 def type_into(locator: Any, text: str) -> None:
     """Fill a text input/area and commit it the way a person does (focus leaves the field)."""
     locator.fill(text)
@@ -229,8 +248,12 @@ def test_run_page_against_an_openai_compatible_server(
     )
     wait_idle(page)
     for nth in (0, 1):  # agent, then grader: the same server, the URL preset from the environment
-        widget(page, "stRadio", "model", nth).get_by_text("OpenAI-compatible server").click()
-        wait_idle(page)
+        pick_option(
+            page,
+            widget(page, "stRadio", "model", nth),
+            "OpenAI-compatible server",
+            shows=page.get_by_role("textbox", name="Base URL").nth(nth),
+        )
     for nth in (0, 1):
         assert page.get_by_role("textbox", name="Base URL").nth(nth).input_value() == base_url
         assert (
