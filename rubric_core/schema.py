@@ -339,10 +339,14 @@ class Criterion(BaseModel):
 
 
 class GraderResponse(BaseModel):
-    """The structured verdict the grader returns, once per grading pass.
+    """The grader's structured verdict, once per pass. Unless the judge answered `failed`
+    (the rubric cannot be evaluated), `result` is `pass_result` of the criteria: one that
+    disagrees is replaced, never re-asked (a request lost), and the explanation says so.
 
-    A verdict that contradicts itself is rejected at validation, so the grader
-    is told to correct it rather than having it accepted as-is.
+    Examples:
+        >>> GraderResponse.model_validate({"explanation": "Good.", "result": "satisfied",
+        ...     "criteria": [{"name": "cites", "passed": False, "gap": "add one"}]}).explanation
+        "Good. (The grader said 'satisfied' although 'cites' failed; the criteria decide.)"
     """
 
     criteria: list[Criterion] = Field(
@@ -352,7 +356,7 @@ class GraderResponse(BaseModel):
         ),
     )
     explanation: str = Field(
-        description="One or two sentences summarising the verdict, addressed to the agent.",
+        description="One or two sentences summarising the verdict, addressed to the agent."
     )
     result: GraderVerdict = Field(
         description=(
@@ -362,20 +366,17 @@ class GraderResponse(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _consistent(self) -> GraderResponse:
-        failing = [c.name for c in self.criteria if not c.passed]
-        if self.result == "satisfied" and failing:
-            msg = (
-                "result is 'satisfied' but these criteria failed: "
-                f"{', '.join(failing)}; use 'needs_revision' or correct the criteria"
-            )
-            raise ValueError(msg)
-        if self.result == "needs_revision" and self.criteria and not failing:
-            msg = (
-                "result is 'needs_revision' but every criterion passed; "
-                "mark the failing criteria with a gap, or answer 'satisfied'"
-            )
-            raise ValueError(msg)
+    def _derived(self) -> GraderResponse:
+        verdicts = [c.as_verdict() for c in self.criteria]
+        if self.result == "failed" or pass_result(verdicts) == self.result:
+            return self
+        failing = ", ".join(repr(v["name"]) for v in verdicts if not v["passed"])
+        reason = f"although {failing} failed" if failing else "although every criterion passed"
+        reason = reason if verdicts else "but judged no criterion"
+        note = f"The grader said {self.result!r} {reason}; the criteria decide."
+        explanation = self.explanation.strip()
+        self.explanation = f"{explanation} ({note})" if explanation else note
+        self.result = pass_result(verdicts)
         return self
 
 

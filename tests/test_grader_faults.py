@@ -214,7 +214,10 @@ def test_invalid_structured_output_is_corrected_in_the_same_pass():
     assert len(agent_model.calls) == 1
 
 
-def test_self_contradicting_verdict_is_not_accepted_as_is():
+def test_a_self_contradicting_result_is_decided_by_the_criteria_without_a_re_ask():
+    """Over HTTP, as a real server answers: a `satisfied` result beside a failed criterion
+    is not accepted as-is, and not re-asked either (finding 6): the criteria decide, in
+    the one request the pass made."""
     contradiction = {
         "criteria": [
             {"name": "has a title", "passed": True},
@@ -223,11 +226,12 @@ def test_self_contradicting_verdict_is_not_accepted_as_is():
         "explanation": "Fine.",
         "result": "satisfied",
     }
-    fixed = dict(contradiction, result="needs_revision")
-    with FaultServer([("ok", contradiction), ("ok", fixed), ("ok", GOOD)]) as server:
+    with FaultServer([("ok", contradiction), ("ok", GOOD)]) as server:
         result, evaluations, _ = run_loop(server)
     assert [e["result"] for e in evaluations] == ["needs_revision", "satisfied"]
-    assert "these criteria failed: cites a source" in server.requests[1]["messages"][-1]["content"]
+    assert [e["grader_attempts"] for e in evaluations] == [1, 1]
+    assert len(server.requests) == 2
+    assert "said 'satisfied' although 'cites a source' failed" in evaluations[0]["explanation"]
     assert result["_rubric_status"] == "satisfied"
 
 

@@ -183,21 +183,24 @@ def test_grader_exception_becomes_grader_error_with_type_and_http_status():
     assert result["messages"][-1].content == "draft 1"
 
 
-def test_contradictory_verdict_is_sent_back_for_correction():
+def test_contradictory_verdict_is_decided_by_its_criteria():
     contradictory = verdict_turn("satisfied", [(NAMES[0], True), (NAMES[1], False, "no source")])
-    agent, _, grader_model, evaluations = agent_with([contradictory, needs_revision(), satisfied()])
+    agent, _, grader_model, evaluations = agent_with([contradictory, satisfied()])
     result = agent.invoke(ask())
-    # the grader was told why its verdict was rejected, inside the same pass
-    rejection = grader_model.calls[1][-1]
-    assert isinstance(rejection, ToolMessage)
-    assert "result is 'satisfied' but these criteria failed: cites a source" in rejection.content
+    # no correction turn: the criteria decide, and the explanation says the result was overruled
+    assert len(grader_model.calls) == 2
     assert evaluations[0]["result"] == "needs_revision"
+    assert evaluations[0]["grader_attempts"] == 1
+    assert "the criteria decide" in evaluations[0]["explanation"]
     assert result["_rubric_status"] == "satisfied"
 
 
-def test_a_grader_that_keeps_contradicting_itself_is_a_grader_error():
-    contradictory = verdict_turn("satisfied", [(NAMES[0], True), (NAMES[1], False, "no source")])
-    grader = ReplayChatModel(scenario="liar", turns=[contradictory], cycle=True)
+def test_a_grader_that_keeps_answering_unusably_is_a_grader_error():
+    unusable = tool_call_turn(
+        "GraderResponse",
+        {"criteria": [{"name": NAMES[0], "passed": "yes"}], "explanation": "", "result": "x"},
+    )
+    grader = ReplayChatModel(scenario="liar", turns=[unusable], cycle=True)
     agent = create_agent(
         ReplayChatModel(turns=[AIMessage("draft")]),
         middleware=[RubricMiddleware(model=grader)],
@@ -209,10 +212,7 @@ def test_a_grader_that_keeps_contradicting_itself_is_a_grader_error():
         "GraderOutputError: the grader did not produce a valid GraderResponse after 3 "
         "corrections; the last rejection: "
     )
-    assert (
-        "result is 'satisfied' but these criteria failed: cites a source"
-        in (evaluation["explanation"])
-    )
+    assert "criteria entry 1 passed: Input should be a valid boolean" in evaluation["explanation"]
     # one answer and three corrections, then the pass ends instead of burning the step budget
     assert len(grader.calls) == 4
     # the tokens of the failed calls are still counted
@@ -822,8 +822,15 @@ def test_a_grader_that_only_chats_is_a_grader_error_at_the_call_cap():
 
 
 async def test_async_direct_grader_corrects_and_counts_tokens():
-    contradictory = verdict_turn("satisfied", [(NAMES[0], True), (NAMES[1], False, "no source")])
-    agent, _, grader_model, evaluations = agent_with([contradictory, needs_revision(), satisfied()])
+    gapless = tool_call_turn(
+        "GraderResponse",
+        {
+            "criteria": [{"name": NAMES[0], "passed": True}, {"name": NAMES[1], "passed": False}],
+            "explanation": "",
+            "result": "needs_revision",
+        },
+    )
+    agent, _, grader_model, evaluations = agent_with([gapless, needs_revision(), satisfied()])
     result = await agent.ainvoke(ask())
     assert result["_rubric_status"] == "satisfied"
     assert isinstance(grader_model.calls[1][-1], ToolMessage)

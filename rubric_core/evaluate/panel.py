@@ -75,7 +75,14 @@ class PanelResult(TypedDict):
     """One sentence: how many criteria passed, and how many the judges split on."""
 
 
-def _judge_names(given: Sequence[str] | None, count: int) -> list[str]:
+def judge_labels(given: Sequence[str] | None, count: int) -> list[str]:
+    """The judges' names as the record shows them: repeated names numbered (`m #1`,
+    `m #2`), `judge 1`, `judge 2`... when none are given.
+
+    Examples:
+        >>> judge_labels(["m", "m", "n"], 3), judge_labels(None, 2)
+        (['m #1', 'm #2', 'n'], ['judge 1', 'judge 2'])
+    """
     if given is None:
         return [f"judge {i}" for i in range(1, count + 1)]
     names = [str(name).strip() for name in given]
@@ -199,7 +206,7 @@ def combine_panel(
     if not verdicts:
         msg = "a panel needs at least one judge's verdicts, got none"
         raise EvaluationError(msg)
-    names = _judge_names(judges, len(verdicts))
+    names = judge_labels(judges, len(verdicts))
     by_judge = [_judge_votes(name, judged) for name, judged in zip(names, verdicts, strict=True)]
     order = list(dict.fromkeys(criteria)) if criteria is not None else list(by_judge[0])
     if not order:

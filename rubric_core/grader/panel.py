@@ -6,11 +6,17 @@ model's `GraderResponse` is, so the loop and the store cannot tell the two apart
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from langgraph.errors import GraphBubbleUp
+
 from rubric_core.evaluate import combine_panel
+from rubric_core.evaluate.panel import judge_labels
 from rubric_core.grader.align import align_criteria
+from rubric_core.grader.logs import log_prefix
+from rubric_core.grader.retry import describe_exception
 from rubric_core.grader.subagent import Grader, GraderOutcome
 from rubric_core.schema import GraderResponse, pass_result
 
@@ -23,6 +29,8 @@ if TYPE_CHECKING:
     from rubric_core.schema import CriterionVerdict, JudgeRecord
 
 __all__ = ["Panel", "judge_name", "outcome_from_verdicts"]
+
+logger = logging.getLogger(__name__)
 
 _UNJUDGEABLE_GAP = "This judge found the rubric impossible to evaluate: {explanation}"
 
@@ -55,11 +63,14 @@ def _votes(criteria: Sequence[str], outcome: GraderOutcome) -> list[CriterionVer
 class Panel:
     """Judges that grade one pass each, combined by `evaluate.combine_panel`.
 
-    A criterion passes only when more than half of the judges pass it; a tie is not a pass
-    and its gap says `judges split P-Q: ...`. The pass is `failed` only when a strict majority
-    of judges answered `failed`. A judge that raises (after its own retries) makes the pass
-    a `grader_error`, as a single grader's would. Judges run one after another, sharing the
-    pass's `GraderUsage` (attempts and tokens add up).
+    A criterion passes only when more than half of the valid judges pass it; a tie is not
+    a pass and its gap says `judges split P-Q: ...`. A judge that raises (after its own
+    retries and corrections: no usable verdict, a timeout) is left out of the vote and
+    kept on the record as `grader_error`; the pass is decided by the judges that gave a
+    verdict (`GraderOutcome.valid_judges` says how many) and is a `grader_error` only when
+    none did. The pass is `failed` only when a strict majority of the valid judges answered
+    `failed`. Judges run one after another, sharing the pass's `GraderUsage` (attempts and
+    tokens add up).
     """
 
     graders: list[Grader]
@@ -79,15 +90,24 @@ class Panel:
         checked: Sequence[CriterionVerdict] = (),
         nonce: str | None = None,
     ) -> GraderOutcome:
-        """One pass by every judge, synchronously. Raises what a judge raised.
+        """One pass by every judge, synchronously. Raises what the first judge raised when
+        no judge gave a verdict.
 
         `checked` (verdicts code checks decided) is shown to every judge as evidence, as
         `Grader.grade` shows it; `criteria` are the judged ones only, and only they are voted on.
         """
-        outcomes = [
-            g.grade(rubric, criteria, messages, iteration, usage, checked=checked, nonce=nonce)
-            for g in self.graders
-        ]
+        outcomes: list[GraderOutcome | Exception] = []
+        for grader in self.graders:
+            try:
+                outcomes.append(
+                    grader.grade(
+                        rubric, criteria, messages, iteration, usage, checked=checked, nonce=nonce
+                    )
+                )
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:  # a broken judge is left out of the vote
+                outcomes.append(_broken(exc, iteration))
         return self._combine(criteria, outcomes)
 
     async def agrade(
@@ -102,38 +122,50 @@ class Panel:
         nonce: str | None = None,
     ) -> GraderOutcome:
         """One pass by every judge, asynchronously; mirrors `grade`."""
-        outcomes = [
-            await g.agrade(
-                rubric, criteria, messages, iteration, usage, checked=checked, nonce=nonce
-            )
-            for g in self.graders
-        ]
+        outcomes: list[GraderOutcome | Exception] = []
+        for grader in self.graders:
+            try:
+                outcomes.append(
+                    await grader.agrade(
+                        rubric, criteria, messages, iteration, usage, checked=checked, nonce=nonce
+                    )
+                )
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:  # a broken judge is left out of the vote
+                outcomes.append(_broken(exc, iteration))
         return self._combine(criteria, outcomes)
 
-    def _combine(self, criteria: Sequence[str], outcomes: list[GraderOutcome]) -> GraderOutcome:
-        combined = combine_panel(
-            [_votes(criteria, o) for o in outcomes], judges=self.names, criteria=list(criteria)
-        )
-        names = combined["judges"]
-        judges: list[JudgeRecord] = [
-            {
-                "judge": name,
-                "result": o.response.result,
-                "explanation": o.explanation,
-                "criteria": o.criteria,
-            }
-            for name, o in zip(names, outcomes, strict=True)
+    def _combine(
+        self, criteria: Sequence[str], outcomes: list[GraderOutcome | Exception]
+    ) -> GraderOutcome:
+        names = judge_labels(self.names, len(outcomes))
+        judges = [_record(name, o) for name, o in zip(names, outcomes, strict=True)]
+        valid = [
+            (n, o) for n, o in zip(names, outcomes, strict=True) if isinstance(o, GraderOutcome)
         ]
-        failed = [o for o in outcomes if o.response.result == "failed"]
-        if 2 * len(failed) > len(outcomes):
+        if not valid:
+            raise next(o for o in outcomes if isinstance(o, Exception))
+        note = _validity_note(len(valid), len(outcomes), judges)
+        failed = [o for _, o in valid if o.response.result == "failed"]
+        if 2 * len(failed) > len(valid):
             explanation = (
-                f"{len(failed)} of {len(outcomes)} judges found the rubric impossible to "
-                f"evaluate: {failed[0].explanation}"
+                f"{len(failed)} of {len(valid)} judges found the rubric impossible to "
+                f"evaluate: {failed[0].explanation}{note}"
             )
             response = GraderResponse(criteria=[], explanation=explanation, result="failed")
             return GraderOutcome(
-                response=response, criteria=[], explanation=explanation, judges=judges
+                response=response,
+                criteria=[],
+                explanation=explanation,
+                judges=judges,
+                valid_judges=len(valid),
             )
+        combined = combine_panel(
+            [_votes(criteria, o) for _, o in valid],
+            judges=[n for n, _ in valid],
+            criteria=list(criteria),
+        )
         verdicts: list[CriterionVerdict] = []
         for c in combined["criteria"]:
             verdict: CriterionVerdict = {"name": c["name"], "passed": c["passed"]}
@@ -142,19 +174,60 @@ class Panel:
             if c.get("insufficient"):
                 verdict["insufficient"] = True
             verdicts.append(verdict)
+        explanation = combined["explanation"] + note
         response = GraderResponse.model_validate(
-            {
-                "criteria": verdicts,
-                "explanation": combined["explanation"],
-                "result": combined["result"],
-            }
+            {"criteria": verdicts, "explanation": explanation, "result": combined["result"]}
         )
         return GraderOutcome(
             response=response,
             criteria=verdicts,
-            explanation=combined["explanation"],
+            explanation=explanation,
             judges=judges,
+            valid_judges=len(valid),
         )
+
+
+def _broken(exc: Exception, iteration: int) -> Exception:
+    logger.warning(
+        "%sa judge gave no verdict on pass %d (%s); the others decide",
+        log_prefix(),
+        iteration,
+        describe_exception(exc),
+    )
+    return exc
+
+
+def _record(name: str, outcome: GraderOutcome | Exception) -> JudgeRecord:
+    """A judge's own verdict on the record; a judge that raised is a `grader_error`."""
+    if isinstance(outcome, Exception):
+        return {
+            "judge": name,
+            "result": "grader_error",
+            "explanation": describe_exception(outcome),
+            "criteria": [],
+        }
+    return {
+        "judge": name,
+        "result": outcome.response.result,
+        "explanation": outcome.explanation,
+        "criteria": outcome.criteria,
+    }
+
+
+def _validity_note(valid: int, total: int, judges: Sequence[JudgeRecord]) -> str:
+    """What the explanation adds when some judges gave no verdict, else nothing.
+
+    Examples:
+        >>> _validity_note(2, 3, [{"judge": "m #2", "result": "grader_error",
+        ...     "explanation": "GraderOutputError: no verdict", "criteria": []}])
+        ' (2 of 3 judges gave a valid verdict; m #2: GraderOutputError: no verdict.)'
+    """
+    if valid == total:
+        return ""
+    broken = "; ".join(
+        f"{j['judge']}: {j['explanation']}" for j in judges if j["result"] == "grader_error"
+    )
+    return f" ({valid} of {total} judges gave a valid verdict; {broken}.)"
 
 
 def outcome_from_verdicts(

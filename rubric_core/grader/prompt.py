@@ -5,6 +5,8 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from rubric_core.grader.transcript import neutralise, render_transcript_parts
 
 if TYPE_CHECKING:
@@ -194,16 +196,38 @@ def _checked_block(checked: Sequence[CriterionVerdict], nonce: str) -> str:
 
 
 def rejection_message(exc: Exception) -> str:
-    """What the grader is told when its `GraderResponse` fails to parse or validate.
+    """What the grader is told when its `GraderResponse` fails to parse or validate: each
+    problem once, naming the entry and the criterion (a verdict's `result` is never one:
+    the criteria decide it), so the next request is not the first one again.
 
     Examples:
-        >>> rejection_message(ValueError("result is missing")).startswith(REJECTED_PREFIX)
-        True
+        >>> from rubric_core.schema import GraderResponse
+        >>> try:
+        ...     GraderResponse.model_validate({"criteria": [{"name": "cites", "passed": False}],
+        ...                                    "explanation": "", "result": "needs_revision"})
+        ... except ValueError as exc:
+        ...     print(rejection_message(exc))
+        Your GraderResponse was rejected: criteria entry 1: criterion 'cites' failed but has no gap: say what must change. Call GraderResponse again with a corrected verdict: one entry per checklist item, and a gap on every failing item.
     """
     return (
-        f"{REJECTED_PREFIX}{exc}{_RETRY_INSTRUCTION}: one entry per checklist item, "
-        "a gap on every failing item, and a result consistent with the items."
+        f"{REJECTED_PREFIX}{_problems(exc)}{_RETRY_INSTRUCTION}: one entry per checklist item, "
+        "and a gap on every failing item."
     )
+
+
+def _problems(exc: Exception) -> str:
+    """A validation error's problems in a sentence each, without pydantic's boilerplate."""
+    source = getattr(exc, "source", exc)
+    if not isinstance(source, ValidationError):
+        return str(exc)
+    problems = []
+    for error in source.errors(include_url=False):
+        where = [
+            f"entry {part + 1}" if isinstance(part, int) else str(part) for part in error["loc"]
+        ]
+        message = str(error["msg"]).removeprefix("Value error, ")
+        problems.append(f"{' '.join(where)}: {message}" if where else message)
+    return "; ".join(problems)
 
 
 def rejection_reason(message: str) -> str:

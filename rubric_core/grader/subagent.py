@@ -103,7 +103,11 @@ class GraderOutcome:
     """The grader's summary, with a note when it skipped criteria."""
 
     judges: list[JudgeRecord] | None = None
-    """Only from a `Panel`: every judge's own verdict, kept on the pass's record."""
+    """Only from a `Panel`: every judge's own verdict, kept on the pass's record (a judge
+    that gave no verdict as `grader_error`)."""
+
+    valid_judges: int | None = None
+    """Only from a `Panel`: how many judges gave a valid verdict, the ones that decided."""
 
     def __post_init__(self) -> None:
         """The explanation and each gap cut to `MAX_EXPLANATION_CHARS` / `MAX_GAP_CHARS`,

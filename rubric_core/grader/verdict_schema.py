@@ -14,8 +14,8 @@ with both it would lose the order. A provider whose converter reads the schema o
 gives its dialect (`Provider.verdict_schema`: LangChain's Google converters, which drop
 `prefixItems`, get the entries repeated under `items`).
 
-What comes back is still validated as a `GraderResponse` (strict booleans, a result that
-agrees with the criteria) and aligned by name, so an unconstrained model that answers
+What comes back is still validated as a `GraderResponse` (strict booleans, a gap on each
+failure, the result derived from the criteria) and aligned by name, so an unconstrained model that answers
 partially gets the same corrections as before.
 """
 

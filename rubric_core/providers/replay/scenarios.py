@@ -24,7 +24,13 @@ from rubric_core.providers.base import Role
 from rubric_core.providers.errors import ModelSpecError, ScriptedGraderError
 from rubric_core.providers.replay.models import tool_call_turn
 from rubric_core.rubric import parse_rubric
-from rubric_core.schema import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, REPLAY_PREFIX, GraderResponse
+from rubric_core.schema import (
+    AGENT_KINDS,
+    DEFAULT_MAX_ITERATIONS,
+    REPLAY_PREFIX,
+    GraderResponse,
+    pass_result,
+)
 
 DEFAULT_REPLAY_SCENARIO = "find_duplicates"
 """The scenario `default_models` names when no API key is configured."""
@@ -268,8 +274,8 @@ def _verdict_from_tool(spec: dict[str, Any]) -> Callable[..., AIMessage]:
                 if not item["passed"]:
                     entry["gap"] = item.get("gap", f"{item['name']}: not met yet")
             criteria.append(entry)
-        satisfied = all(entry["passed"] for entry in criteria)
-        result = "satisfied" if satisfied else "needs_revision"
+        result = pass_result(criteria)
+        satisfied = result == "satisfied"
         explanation = spec.get(
             "explanation_pass" if satisfied else "explanation_fail",
             "Every criterion passed." if satisfied else "Some criteria failed; see the gaps.",
