@@ -297,6 +297,8 @@ def main() -> None:
             if time.monotonic() - started > 60 * args.budget_min:
                 break
             for index in range(len(TASKS)):
+                if time.monotonic() - started > 60 * args.budget_min:
+                    break  # both sides graded every task so far: the halves stay paired
                 order = sides if (repeat * len(TASKS) + index) % 2 == 0 else sides[::-1]
                 for side in order:
                     r = side.grade(index)
@@ -316,7 +318,8 @@ def main() -> None:
     before, after = (_summary(side.records) for side in sides)
     loads = [r["load"] for side in sides for r in side.records]
     report = [
-        f"# Judge validity: SmolLM2-135M on llama.cpp, {len(TASKS)} tasks x {rounds} rounds",
+        f"# Judge validity: SmolLM2-135M on llama.cpp, {len(TASKS)} tasks, "
+        f"{len(sides[1].records)} passes per side ({rounds} rounds begun)",
         "",
         f"before = {base[:10]} (merge-base with main), after = this tree; "
         f"{platform.python_version()}, {os.cpu_count()} cores; "
