@@ -8,9 +8,8 @@ verdict is given instead of a judge's). The stages, in order:
 2. judges: the criteria no check decides go to one model, a panel or k samples
    (`grader.judges`), or a verdict given (a person's); none for a checks-only rubric;
 3. combine: the checked and judged verdicts in rubric order (`grader.checked.merge_outcome`);
-4. derive: `satisfied` or `needs_revision` follows from the verdicts (`schema.pass_result`);
-   a judge's own result that disagrees is noted in the explanation, never kept. `failed`
-   (the rubric cannot be evaluated) stands as the judge gave it;
+4. derive: the result follows from the verdicts (`schema.pass_result`); a judge's own
+   result that disagrees is noted, never kept; `failed` stands as the judge gave it;
 5. validate: every verdict against the verdict rules (`schema.verdict_problem`);
 6. score and regressions (`scoring`), the grading run's nonce scrubbed, the record built.
 
@@ -106,7 +105,6 @@ class PassLimits:
         )
 
     def grader_limits(self) -> GraderLimits:
-        """The bounds each judge of the pass is built with."""
         return GraderLimits(timeout_s=float(self.timeout_s), pass_budget_s=float(self.budget_s))
 
 
@@ -217,7 +215,7 @@ class PassPipeline:
                 checked=[*checked.values()],
                 nonce=graded.nonce,
             )
-        return merge_outcome(graded.specs, checked, given)
+        return merge_outcome(graded.specs, checked, derived(given))
 
     async def aoutcome(
         self,
@@ -237,7 +235,7 @@ class PassPipeline:
                 checked=[*checked.values()],
                 nonce=graded.nonce,
             )
-        return merge_outcome(graded.specs, checked, given)
+        return merge_outcome(graded.specs, checked, derived(given))
 
     # -- the whole pass ---------------------------------------------------------------------
 
@@ -317,31 +315,32 @@ def _judge_args(
     return graded.rubric, judged, messages, graded.iteration, graded.usage
 
 
-def derived(outcome: GraderOutcome) -> tuple[EvaluationResult, str]:
-    """The pass's result and explanation: the result follows from the verdicts.
-
-    A judge's `result` that contradicts its criteria costs nothing: the criteria decide
-    and the explanation says the judge's result was overruled. `failed` stands.
+def derived(outcome: GraderOutcome) -> GraderOutcome:
+    """The outcome with its result following from its verdicts (`schema.pass_result`): a
+    judge's `result` that contradicts them costs nothing, the explanation notes it.
 
     Examples:
         >>> from rubric_core.schema import Criterion, GraderResponse
         >>> verdict = {"name": "a", "passed": False, "gap": "missing"}
         >>> response = GraderResponse.model_construct(result="satisfied", explanation="ok",
         ...     criteria=[Criterion(name="a", evidence="", passed=False, gap="missing")])
-        >>> derived(GraderOutcome(response=response, criteria=[verdict], explanation="ok"))
+        >>> fixed = derived(GraderOutcome(response=response, criteria=[verdict], explanation="ok"))
+        >>> fixed.response.result, fixed.explanation
         ('needs_revision', "ok (The judge's result 'satisfied' disagreed with its criteria; the criteria decide: needs_revision.)")
     """
     given = outcome.response.result
-    if given == "failed":
-        return given, outcome.explanation
     result = pass_result(outcome.criteria)
-    if result == given:
-        return result, outcome.explanation
+    if given in ("failed", result):
+        return outcome
     note = (
         f"The judge's result {given!r} disagreed with its criteria; the criteria decide: {result}."
     )
-    explanation = f"{outcome.explanation} ({note})" if outcome.explanation else note
-    return result, explanation
+    return GraderOutcome(
+        response=outcome.response.model_copy(update={"result": result}),
+        criteria=outcome.criteria,
+        explanation=f"{outcome.explanation} ({note})" if outcome.explanation else note,
+        judges=outcome.judges,
+    )
 
 
 def verdicts_problem(criteria: Sequence[CriterionVerdict]) -> str | None:
@@ -394,7 +393,8 @@ def record(
         status: RubricStatus = "grader_error"
         criteria = []
     else:
-        result, explanation = derived(outcome)
+        outcome = derived(outcome)
+        result, explanation = outcome.response.result, outcome.explanation
         status = _status(graded, result)
         criteria = outcome.criteria
     # The nonce lives for the whole grading run: nothing the agent reads may carry it.
