@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from rubric_core.grader.judges import Judges
+from rubric_core.grader.retry import RetryPolicy
 from rubric_core.middleware import RubricMiddleware, RubricState
+from rubric_core.pipeline import PassLimits, PassPipeline
 from rubric_core.rubric import (
     CriterionSpec,
     RubricError,
@@ -25,6 +28,10 @@ __all__ = [
     "STATUS_DESCRIPTIONS",
     "CriterionSpec",
     "GraderResponse",
+    "Judges",
+    "PassLimits",
+    "PassPipeline",
+    "RetryPolicy",
     "RubricError",
     "RubricEvaluation",
     "RubricMiddleware",

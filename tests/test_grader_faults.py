@@ -21,7 +21,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
-from rubric_core import RubricMiddleware
+from rubric_core import PassLimits, RetryPolicy, RubricMiddleware
 from rubric_core.providers import ReplayChatModel
 
 RUBRIC = "- has a title\n- cites a source"
@@ -145,8 +145,7 @@ def run_loop(server: FaultServer, *, timeout: float = 5.0, **kwargs):
     )
     agent_model = ReplayChatModel(turns=[AIMessage(f"draft {i}") for i in range(1, 6)])
     evaluations: list[dict] = []
-    kwargs.setdefault("retry_initial_delay_s", 0.01)
-    kwargs.setdefault("retry_max_delay_s", 0.05)
+    kwargs.setdefault("retry", RetryPolicy(initial_delay_s=0.01, max_delay_s=0.05))
     agent = create_agent(
         agent_model,
         middleware=[RubricMiddleware(model=grader, on_evaluation=evaluations.append, **kwargs)],
@@ -185,7 +184,11 @@ def test_transient_fault_is_retried_then_succeeds(fault, label):
 )
 def test_persistent_fault_ends_as_grader_error_with_the_cause(fault, expected):
     with FaultServer([fault] * 3) as server:
-        result, evaluations, agent_model = run_loop(server, timeout=1.0, retry_attempts=3)
+        result, evaluations, agent_model = run_loop(
+            server,
+            timeout=1.0,
+            retry=RetryPolicy(attempts=3, initial_delay_s=0.01, max_delay_s=0.05),
+        )
     assert result["_rubric_status"] == "grader_error"
     assert evaluations[0]["explanation"].startswith(expected)
     assert evaluations[0]["grader_attempts"] == 3
@@ -323,8 +326,7 @@ def run_in_thread(agent, state, *, wait_s: float = 60.0):
 def string_spec_loop(**kwargs):
     agent_model = ReplayChatModel(turns=[AIMessage(f"draft {i}") for i in range(1, 6)])
     evaluations: list[dict] = []
-    kwargs.setdefault("retry_initial_delay_s", 0.01)
-    kwargs.setdefault("retry_max_delay_s", 0.05)
+    kwargs.setdefault("retry", RetryPolicy(initial_delay_s=0.01, max_delay_s=0.05))
     middleware = RubricMiddleware(
         model="openai:gpt-4.1-mini", on_evaluation=evaluations.append, **kwargs
     )
@@ -335,7 +337,10 @@ def string_spec_loop(**kwargs):
 def test_a_grader_endpoint_that_never_answers_ends_in_grader_error_not_a_hang(openai_env):
     with SilentServer() as server:
         openai_env(server.base_url)
-        agent, evaluations = string_spec_loop(grader_timeout_s=0.5, retry_attempts=2)
+        agent, evaluations = string_spec_loop(
+            limits=PassLimits(timeout_s=0.5),
+            retry=RetryPolicy(attempts=2, initial_delay_s=0.01, max_delay_s=0.05),
+        )
         result = run_in_thread(agent, {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC})
         assert result is not None, "the grader call never returned"
         assert len(server.connections) == 2, "one request per attempt, no hidden client retries"
@@ -348,7 +353,8 @@ def test_the_pass_budget_stops_retrying_and_says_so(openai_env):
     with SilentServer() as server:
         openai_env(server.base_url)
         agent, evaluations = string_spec_loop(
-            grader_timeout_s=0.4, grader_budget_s=1.0, retry_attempts=10
+            limits=PassLimits(timeout_s=0.4, budget_s=1.0),
+            retry=RetryPolicy(attempts=10, initial_delay_s=0.01, max_delay_s=0.05),
         )
         result = run_in_thread(agent, {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC})
         assert result is not None, "the grader call never returned"
@@ -367,7 +373,7 @@ def test_an_async_pass_is_cancelled_when_its_budget_runs_out():
         agent_model = ReplayChatModel(turns=[AIMessage("draft 1")])
         evaluations: list[dict] = []
         middleware = RubricMiddleware(
-            model=grader, on_evaluation=evaluations.append, grader_budget_s=0.5
+            model=grader, on_evaluation=evaluations.append, limits=PassLimits(budget_s=0.5)
         )
         agent = create_agent(agent_model, middleware=[middleware])
 
@@ -390,7 +396,9 @@ def test_grader_attempts_count_every_request_the_server_saw(given_as, openai_env
     with FaultServer([("status", (500, {}))] * 12) as server:
         if given_as == "string":
             openai_env(server.base_url)
-            agent, evaluations = string_spec_loop(retry_attempts=3)
+            agent, evaluations = string_spec_loop(
+                retry=RetryPolicy(attempts=3, initial_delay_s=0.01, max_delay_s=0.05)
+            )
             agent.invoke({"messages": [HumanMessage("Write it.")], "rubric": RUBRIC})
         else:
             grader = ChatOpenAI(
@@ -401,8 +409,7 @@ def test_grader_attempts_count_every_request_the_server_saw(given_as, openai_env
             middleware = RubricMiddleware(
                 model=grader,
                 on_evaluation=evaluations.append,
-                retry_attempts=3,
-                retry_initial_delay_s=0.01,
+                retry=RetryPolicy(attempts=3, initial_delay_s=0.01),
             )
             create_agent(agent_model, middleware=[middleware]).invoke(
                 {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC}
@@ -427,8 +434,7 @@ def test_an_anthropic_grader_object_sends_no_hidden_retries():
         middleware = RubricMiddleware(
             model=grader,
             on_evaluation=evaluations.append,
-            retry_attempts=3,
-            retry_initial_delay_s=0.01,
+            retry=RetryPolicy(attempts=3, initial_delay_s=0.01),
         )
         create_agent(agent_model, middleware=[middleware]).invoke(
             {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC}

@@ -12,7 +12,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from rubric_core import RubricMiddleware
+from rubric_core import Judges, PassLimits, RetryPolicy, RubricMiddleware
 from rubric_core.grader import align_criteria
 from rubric_core.grader.budget import GraderLimitError, GraderLimits, PassBudget
 from rubric_core.grader.verdict_schema import verdict_json_schema
@@ -27,7 +27,7 @@ def run(grader_turns, *, cycle=False, use_async=False, **kwargs):
     grader = ReplayChatModel(scenario="grader", turns=list(grader_turns), cycle=cycle)
     agent_model = ReplayChatModel(turns=[AIMessage(f"draft {i}") for i in range(1, 6)])
     evaluations: list[dict] = []
-    kwargs.setdefault("retry_initial_delay_s", 0.0)
+    kwargs.setdefault("retry", RetryPolicy(initial_delay_s=0.0))
     middleware = RubricMiddleware(model=grader, on_evaluation=evaluations.append, **kwargs)
     agent = create_agent(agent_model, middleware=[middleware])
     state = {"messages": [HumanMessage("Write it.")], "rubric": RUBRIC}
@@ -235,24 +235,42 @@ def no_keys(monkeypatch):
         ({"model": "openai:gpt-4.1-mini"}, ValueError, "OPENAI_API_KEY"),
         ({"model": 42}, TypeError, "model must be"),
         ({"model": "replay:haiku"}, ValueError, "resolve_model('replay:haiku', role='grader')"),
-        ({"panel": ["openai:gpt-4.1-mini", "nonsense"]}, ValueError, "panel="),
-        ({"panel": [42]}, TypeError, "panel[0]"),
+        (
+            {"model": lambda: Judges([ReplayChatModel(turns=[]), "nonsense"])},
+            ValueError,
+            "Judges.models='nonsense'",
+        ),
+        ({"model": lambda: Judges([42])}, TypeError, "Judges.models[0]"),
+        ({"model": lambda: Judges(["openai:x"], samples=0)}, ValueError, "samples"),
         ({"tools": "notatool"}, TypeError, "tools must be a list"),
         ({"tools": [3]}, TypeError, "tools[0]"),
         ({"system_prompt": 123}, TypeError, "system_prompt"),
-        ({"transcript_budget_chars": "5000"}, TypeError, "transcript_budget_chars"),
-        ({"retry_initial_delay_s": math.nan}, ValueError, "retry_initial_delay_s"),
-        ({"retry_max_delay_s": math.inf}, ValueError, "retry_max_delay_s"),
-        ({"retry_initial_delay_s": "1"}, TypeError, "retry_initial_delay_s"),
-        ({"grader_timeout_s": 0}, ValueError, "grader_timeout_s"),
-        ({"grader_budget_s": math.inf}, ValueError, "grader_budget_s"),
-        ({"check_dir": 5}, TypeError, "check_dir"),
+        (
+            {"limits": lambda: PassLimits(transcript_budget_chars="5000")},
+            TypeError,
+            "transcript_budget_chars",
+        ),
+        (
+            {"retry": lambda: RetryPolicy(initial_delay_s=math.nan)},
+            ValueError,
+            "retry.initial_delay_s",
+        ),
+        ({"retry": lambda: RetryPolicy(max_delay_s=math.inf)}, ValueError, "retry.max_delay_s"),
+        ({"retry": lambda: RetryPolicy(initial_delay_s="1")}, TypeError, "retry.initial_delay_s"),
+        ({"retry": lambda: RetryPolicy(attempts=0)}, ValueError, "retry.attempts"),
+        ({"retry": lambda: 3}, TypeError, "retry must be a RetryPolicy"),
+        ({"limits": lambda: PassLimits(timeout_s=0)}, ValueError, "timeout_s"),
+        ({"limits": lambda: PassLimits(budget_s=math.inf)}, ValueError, "budget_s"),
+        ({"limits": lambda: PassLimits(check_dir=5)}, TypeError, "check_dir"),
+        ({"limits": lambda: {"timeout_s": 1}}, TypeError, "limits must be a PassLimits"),
     ],
 )
 def test_constructor_rejects_what_cannot_work_naming_the_parameter(no_keys, kwargs, error, named):
-    defaults = {} if "panel" in kwargs else {"model": ReplayChatModel(turns=[])}
+    defaults = {"model": ReplayChatModel(turns=[])}
     with pytest.raises(error) as raised:
-        RubricMiddleware(**{**defaults, **kwargs})
+        # an option object's own checks are part of the call: build it inside the raises
+        given = {k: v() if callable(v) else v for k, v in kwargs.items()}
+        RubricMiddleware(**{**defaults, **given})
     assert named in str(raised.value)
 
 
@@ -261,5 +279,7 @@ def test_a_string_grader_gets_the_default_timeout_and_no_client_retries(monkeypa
     grader = RubricMiddleware(model="openai:gpt-4.1-mini").grader
     assert grader.model.request_timeout == 120.0
     assert grader.model.max_retries == 0
-    configured = RubricMiddleware(model="openai:gpt-4.1-mini", grader_timeout_s=7.5).grader
+    configured = RubricMiddleware(
+        model="openai:gpt-4.1-mini", limits=PassLimits(timeout_s=7.5)
+    ).grader
     assert configured.model.request_timeout == 7.5

@@ -146,12 +146,14 @@ def _within_bound(fn):
     return box["result"]
 
 
-def _dripped_loop(server: DripServer, *, use_async: bool, tools: bool, **kwargs):
+def _dripped_loop(
+    server: DripServer, *, use_async: bool, tools: bool, attempts: int, budget_s: float
+):
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_openai import ChatOpenAI
 
-    from rubric_core import RubricMiddleware
+    from rubric_core import PassLimits, RetryPolicy, RubricMiddleware
     from rubric_core.providers import ReplayChatModel
     from rubric_core.tools import get_tools
 
@@ -164,9 +166,8 @@ def _dripped_loop(server: DripServer, *, use_async: bool, tools: bool, **kwargs)
         on_evaluation=evaluations.append,
         tools=get_tools(["text_stats"]) if tools else [],
         max_iterations=1,
-        retry_initial_delay_s=0.01,
-        retry_max_delay_s=0.05,
-        **kwargs,
+        retry=RetryPolicy(attempts=attempts, initial_delay_s=0.01, max_delay_s=0.05),
+        limits=PassLimits(budget_s=budget_s),
     )
     agent = create_agent(ReplayChatModel(turns=[AIMessage("draft 1")]), middleware=[middleware])
     state = {"messages": [HumanMessage("Write it.")], "rubric": "- has a title"}
@@ -183,7 +184,7 @@ def test_a_dripping_server_cannot_hold_a_call_past_its_timeout(use_async, tools)
     """Issue 22: headers, then a byte every 2 s, kept a 6 s-timeout call going for ever."""
     with DripServer(every_s=0.3) as server:
         result, evaluations = _dripped_loop(
-            server, use_async=use_async, tools=tools, retry_attempts=2, grader_budget_s=60
+            server, use_async=use_async, tools=tools, attempts=2, budget_s=60
         )
         requests = server.requests
     assert result["_rubric_status"] == "grader_error"
@@ -199,7 +200,7 @@ def test_a_dripping_server_cannot_hold_a_pass_past_its_budget(use_async):
     more retries than the 2.5 s budget has room for."""
     with DripServer(every_s=0.3) as server:
         result, evaluations = _dripped_loop(
-            server, use_async=use_async, tools=False, retry_attempts=20, grader_budget_s=2.5
+            server, use_async=use_async, tools=False, attempts=20, budget_s=2.5
         )
     assert result["_rubric_status"] == "grader_error"
     explanation = evaluations[0]["explanation"]
@@ -214,7 +215,7 @@ def test_an_abandoned_call_of_a_grader_given_as_a_string_ends_its_connection(mon
     from langchain.agents import create_agent
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from rubric_core import RubricMiddleware
+    from rubric_core import PassLimits, RetryPolicy, RubricMiddleware
     from rubric_core.providers import ReplayChatModel
 
     with DripServer(every_s=0.2) as server:
@@ -224,9 +225,8 @@ def test_an_abandoned_call_of_a_grader_given_as_a_string_ends_its_connection(mon
         middleware = RubricMiddleware(
             model="openai:gpt-4.1-mini",
             on_evaluation=evaluations.append,
-            grader_timeout_s=1.0,
-            retry_attempts=2,
-            retry_initial_delay_s=0.01,
+            limits=PassLimits(timeout_s=1.0),
+            retry=RetryPolicy(attempts=2, initial_delay_s=0.01),
             max_iterations=1,
         )
         agent = create_agent(ReplayChatModel(turns=[AIMessage("draft 1")]), middleware=[middleware])

@@ -15,7 +15,7 @@ import random
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from rubric_core import RubricMiddleware
+from rubric_core import PassPipeline
 from rubric_core.batch import BatchSummary
 from rubric_core.rubric import criteria_from_healthbench
 from rubric_core.scoring import mean_score, score_pass, shown_score
@@ -129,9 +129,9 @@ def test_the_mean_is_healthbenchs_mean_of_unclipped_then_clipped() -> None:
 
 
 def test_a_pass_is_stored_unclipped() -> None:
-    middleware = RubricMiddleware(model=None)
+    pipeline = PassPipeline.build(None)
     rubric = "- [1] Short {words <= 3}\n- [-3] Shouts {regex: !}"
-    evaluation = middleware.grade_transcript(
+    evaluation = pipeline.grade_transcript(
         [HumanMessage("Say hi"), AIMessage("Hello there, how are you today!")], rubric
     )
     assert evaluation["score"] == pytest.approx(-3.0)

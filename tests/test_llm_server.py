@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Sys
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
+from rubric_core import RetryPolicy
 from rubric_core.middleware import RubricMiddleware
 from rubric_core.rubric import parse_rubric
 from rubric_core.schema import (
@@ -300,8 +301,7 @@ def test_rubric_loop_through_create_agent_against_the_server(
                 model=_grader_model(llm_endpoint, model_clock),
                 max_iterations=2,
                 on_evaluation=seen.append,
-                retry_attempts=2,
-                retry_initial_delay_s=0.5,
+                retry=RetryPolicy(attempts=2, initial_delay_s=0.5),
             )
         ],
         checkpointer=InMemorySaver(),
@@ -338,7 +338,9 @@ async def test_single_pass_streams_its_events_asynchronously(
         system_prompt=_AGENT_PROMPT,
         middleware=[
             RubricMiddleware(
-                model=_grader_model(llm_endpoint, model_clock), max_iterations=1, retry_attempts=2
+                model=_grader_model(llm_endpoint, model_clock),
+                max_iterations=1,
+                retry=RetryPolicy(attempts=2),
             )
         ],
         checkpointer=InMemorySaver(),

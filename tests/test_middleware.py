@@ -13,7 +13,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.stream.transformers import CustomTransformer
 from langgraph.types import interrupt
 
-from rubric_core import RUBRIC_GRADER_MESSAGE_SOURCE, RubricError, RubricMiddleware
+from rubric_core import (
+    RUBRIC_GRADER_MESSAGE_SOURCE,
+    PassLimits,
+    RetryPolicy,
+    RubricError,
+    RubricMiddleware,
+)
 from rubric_core.grader.budget import GraderLimits
 from rubric_core.providers import ReplayChatModel, tool_call_turn, verdict_turn
 
@@ -41,7 +47,7 @@ def agent_with(grader_turns, *, agent_turns=None, checkpointer=None, **kwargs):
     grader_model = ReplayChatModel(scenario="grader", turns=list(grader_turns))
     evaluations: list[dict] = []
     kwargs.setdefault("on_evaluation", evaluations.append)
-    kwargs.setdefault("retry_initial_delay_s", 0.0)
+    kwargs.setdefault("retry", RetryPolicy(initial_delay_s=0.0))
     middleware = RubricMiddleware(model=grader_model, **kwargs)
     agent = create_agent(agent_model, middleware=[middleware], checkpointer=checkpointer)
     return agent, agent_model, grader_model, evaluations
@@ -633,8 +639,7 @@ def test_backoff_grows_exponentially_then_gives_up(monkeypatch):
     monkeypatch.setattr("rubric_core.grader.subagent.time.sleep", sleeps.append)
     agent, agent_model, _, evaluations = agent_with(
         _fail_times(lambda: ServerError("upstream broke"), 4),
-        retry_attempts=4,
-        retry_initial_delay_s=1.0,
+        retry=RetryPolicy(attempts=4, initial_delay_s=1.0),
     )
     result = agent.invoke(ask())
     assert result["_rubric_status"] == "grader_error"
@@ -659,7 +664,8 @@ def test_non_transient_errors_are_not_retried(monkeypatch):
 def test_retrying_can_be_disabled(monkeypatch):
     monkeypatch.setattr("rubric_core.grader.subagent.time.sleep", lambda s: None)
     agent, *_ = agent_with(
-        [*_fail_times(lambda: TimeoutError("timed out"), 1), satisfied()], retry_attempts=1
+        [*_fail_times(lambda: TimeoutError("timed out"), 1), satisfied()],
+        retry=RetryPolicy(attempts=1),
     )
     assert agent.invoke(ask())["_rubric_status"] == "grader_error"
 
@@ -728,7 +734,9 @@ def test_long_transcript_keeps_request_and_final_answer_whole():
     agent = create_agent(
         agent_model,
         tools=[fetch],
-        middleware=[RubricMiddleware(model=grader_model, transcript_budget_chars=30_000)],
+        middleware=[
+            RubricMiddleware(model=grader_model, limits=PassLimits(transcript_budget_chars=30_000))
+        ],
     )
     result = agent.invoke(ask(request))
     assert len(result["messages"]) == 60
@@ -805,7 +813,7 @@ def test_a_grader_that_only_chats_is_a_grader_error_at_the_call_cap():
     chatty = ReplayChatModel(scenario="chatty", turns=[AIMessage("Looks good to me!")], cycle=True)
     agent = create_agent(
         ReplayChatModel(turns=[AIMessage("draft")]),
-        middleware=[RubricMiddleware(model=chatty, retry_attempts=1)],
+        middleware=[RubricMiddleware(model=chatty, retry=RetryPolicy(attempts=1))],
     )
     result = agent.invoke(ask())
     evaluation = result["_rubric_evaluations"][0]
@@ -884,7 +892,9 @@ def test_the_next_pass_repeats_the_previous_payload_up_to_its_new_steps():
     agent = create_agent(
         ReplayChatModel(turns=turns),
         tools=[fetch],
-        middleware=[RubricMiddleware(model=grader_model, transcript_budget_chars=20_000)],
+        middleware=[
+            RubricMiddleware(model=grader_model, limits=PassLimits(transcript_budget_chars=20_000))
+        ],
     )
     assert agent.invoke(ask())["_rubric_status"] == "satisfied"
     first, second = (call[-1].content for call in grader_model.calls)

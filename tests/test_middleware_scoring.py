@@ -10,7 +10,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from rubric_core import RubricMiddleware
+from rubric_core import RetryPolicy, RubricMiddleware
 from rubric_core.errors import InputError
 from rubric_core.providers import ReplayChatModel, verdict_turn
 from rubric_core.schema import BEST_DRAFT_KEY
@@ -37,7 +37,10 @@ def agent_with(grader_turns, *, checkpointer=None, agent_turns=None, **kwargs):
     grader = ReplayChatModel(scenario="grader", turns=list(grader_turns)) if grader_turns else None
     evaluations: list[dict] = []
     middleware = RubricMiddleware(
-        model=grader, on_evaluation=evaluations.append, retry_initial_delay_s=0.0, **kwargs
+        model=grader,
+        on_evaluation=evaluations.append,
+        retry=RetryPolicy(initial_delay_s=0.0),
+        **kwargs,
     )
     agent = create_agent(agent_model, middleware=[middleware], checkpointer=checkpointer)
     return agent, grader, evaluations

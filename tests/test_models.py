@@ -7,6 +7,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from rubric_core import RetryPolicy
 from rubric_core.middleware import RubricMiddleware
 from rubric_core.providers import (
     ModelSpecError,
@@ -331,8 +332,7 @@ def _run_scenario(name: str) -> tuple[dict, list[dict]]:
         tools=get_tools(summary["grader_tools"]),
         max_iterations=summary["max_iterations"],
         on_evaluation=evaluations.append,
-        retry_initial_delay_s=0.01,
-        retry_max_delay_s=0.02,
+        retry=RetryPolicy(initial_delay_s=0.01, max_delay_s=0.02),
     )
     agent_model = resolve_model(summary["model"], role="agent")
     if summary["agent_kind"] == "deep":

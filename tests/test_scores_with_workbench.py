@@ -10,8 +10,8 @@ import sqlite3
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from rubric_core import Judges, PassPipeline
 from rubric_core.export import iter_rows
-from rubric_core.middleware import RubricMiddleware
 from rubric_core.providers.replay import ReplayChatModel, tool_call_turn, verdict_turn
 from rubric_core.store import Store
 
@@ -63,8 +63,8 @@ def test_a_store_with_the_workbench_under_its_old_name_still_opens(tmp_path):
 def test_a_panel_votes_only_on_the_judged_criteria_and_the_pass_is_scored():
     yes = verdict_turn("satisfied", [("has a title", True)], "Titled.")
     no = verdict_turn("needs_revision", [("has a title", False, "no title")], "Untitled.")
-    middleware = RubricMiddleware(panel=[_judge(yes), _judge(yes), _judge(no)])
-    evaluation = middleware.grade_transcript(_messages(), RUBRIC)
+    pipeline = PassPipeline.build(Judges([_judge(yes), _judge(yes), _judge(no)]))
+    evaluation = pipeline.grade_transcript(_messages(), RUBRIC)
     assert [c["name"] for c in evaluation["criteria"]] == ["has a title", "Three lines"]
     assert evaluation["criteria"][0]["passed"] is True
     assert evaluation["criteria"][1]["checked_by"] == "code"
@@ -78,7 +78,7 @@ def test_a_panel_votes_only_on_the_judged_criteria_and_the_pass_is_scored():
 
 def test_a_failed_check_keeps_a_panel_pass_from_satisfied():
     yes = verdict_turn("satisfied", [("has a title", True)])
-    evaluation = RubricMiddleware(model=_judge(yes), samples=2).grade_transcript(
+    evaluation = PassPipeline.build(Judges([_judge(yes)], samples=2)).grade_transcript(
         _messages("Title only"), RUBRIC
     )
     assert evaluation["result"] == "needs_revision" and len(evaluation["judges"]) == 2
@@ -87,7 +87,7 @@ def test_a_failed_check_keeps_a_panel_pass_from_satisfied():
 
 
 def test_a_one_off_pass_with_checks_only_needs_no_model():
-    evaluation = RubricMiddleware(model=None).grade_transcript(
+    evaluation = PassPipeline.build(None).grade_transcript(
         _messages(), "- Three lines {lines == 3}"
     )
     assert evaluation["status"] == "satisfied" and evaluation["score"] == 1.0
@@ -104,7 +104,7 @@ def test_insufficient_evidence_counts_as_not_passed_in_the_score(tmp_path):
             "result": "needs_revision",
         },
     )
-    evaluation = RubricMiddleware(model=_judge(turn)).grade_transcript(_messages(), RUBRIC)
+    evaluation = PassPipeline.build(_judge(turn)).grade_transcript(_messages(), RUBRIC)
     title, lines = evaluation["criteria"]
     assert title["insufficient"] is True and lines["passed"] is True
     assert evaluation["score"] == 0.25  # 1 of 4 positive weight

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 
+from rubric_core import Judges, PassPipeline
 from rubric_core.cli import cli
 from rubric_core.evaluate import EvaluationError
 from rubric_core.export import csv_chunks
@@ -100,8 +101,8 @@ def _snapshot(store):
 
 
 def test_panel_tie_is_not_a_pass_and_keeps_every_judge():
-    middleware = RubricMiddleware(panel=[_grader(PASS_BOTH), _grader(FAIL_SOURCE)])
-    evaluation = middleware.grade_transcript([HumanMessage("write"), AIMessage("a draft")], RUBRIC)
+    pipeline = PassPipeline.build(Judges([_grader(PASS_BOTH), _grader(FAIL_SOURCE)]))
+    evaluation = pipeline.grade_transcript([HumanMessage("write"), AIMessage("a draft")], RUBRIC)
     source = evaluation["criteria"][1]
     assert evaluation["result"] == "needs_revision"
     assert source["passed"] is False
@@ -116,7 +117,7 @@ def test_samples_pass_by_strict_majority_in_the_loop():
     grader = _grader(PASS_BOTH, FAIL_SOURCE, PASS_BOTH)
     agent = create_agent(
         ReplayChatModel(turns=[AIMessage("Title\nA draft.")]),
-        middleware=[RubricMiddleware(model=grader, samples=3)],
+        middleware=[RubricMiddleware(model=Judges([grader], samples=3))],
     )
     result = agent.invoke({"messages": [HumanMessage("write")], "rubric": RUBRIC})
     assert result["_rubric_status"] == "satisfied"
@@ -136,7 +137,7 @@ def test_panel_split_sends_the_agent_back_and_then_satisfies():
     ]
     agent = create_agent(
         ReplayChatModel(turns=[AIMessage("draft one"), AIMessage("draft two")]),
-        middleware=[RubricMiddleware(panel=judges)],
+        middleware=[RubricMiddleware(model=Judges(judges))],
     )
     result = agent.invoke({"messages": [HumanMessage("write")], "rubric": RUBRIC})
     first, second = result["_rubric_evaluations"]
@@ -146,7 +147,7 @@ def test_panel_split_sends_the_agent_back_and_then_satisfies():
 
 
 def test_one_grader_records_have_no_judges():
-    evaluation = RubricMiddleware(model=_grader(PASS_BOTH)).grade_transcript(
+    evaluation = PassPipeline.build(_grader(PASS_BOTH)).grade_transcript(
         [HumanMessage("q"), AIMessage("a")], RUBRIC
     )
     assert "judges" not in evaluation
@@ -156,15 +157,19 @@ def test_one_grader_records_have_no_judges():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"model": "m", "panel": ["a"]}, "not both"),
-        ({"panel": []}, "non-empty"),
-        ({"model": "m", "samples": 0}, "samples must be between 1 and 20"),
-        ({}, "model is required"),
+        ({"models": []}, "non-empty"),
+        ({"models": "m"}, "non-empty"),
+        ({"models": ["m"], "samples": 0}, "samples must be between 1 and 20"),
     ],
 )
 def test_panel_arguments_are_checked(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        RubricMiddleware(**kwargs)
+        Judges(**kwargs)
+
+
+def test_the_model_is_required():
+    with pytest.raises(ValueError, match="model is required"):
+        RubricMiddleware()
 
 
 # --------------------------------------------------------------------------- grade-only runs

@@ -1,18 +1,20 @@
 """Who grades a pass: one grader, a judge panel (or one model sampled k times), or no judge.
 
-`RubricMiddleware(model=..., panel=..., samples=...)` is checked and turned into graders
-here. `model=None` asks for no judge at all: every criterion of the rubrics must then have
-a code check. Not giving `model` (nor `panel`) is an error, told apart by `UNSET`.
+`RubricMiddleware(model=...)` (a model, `Judges([...], samples=k)`, or `None`) is checked
+and turned into graders here. `model=None` asks for no judge at all: every criterion of the
+rubrics must then have a code check. Not giving `model` is an error, told apart by `UNSET`.
 """
 
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rubric_core.grader.direct import DirectGrader
 from rubric_core.grader.panel import Panel, judge_name
 from rubric_core.grader.subagent import Grader
+from rubric_core.grader.validate import check_grader_model
 from rubric_core.schema import MAX_ITERATIONS_LIMIT
 
 if TYPE_CHECKING:
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from rubric_core.grader.budget import GraderLimits
     from rubric_core.grader.retry import RetryPolicy
 
-__all__ = ["UNSET", "Unset", "build_judges", "check_judges"]
+__all__ = ["UNSET", "Judges", "Unset", "build_judges", "check_judges", "check_samples"]
 
 
 class Unset(enum.Enum):
@@ -36,19 +38,14 @@ class Unset(enum.Enum):
 UNSET = Unset.MODEL
 
 
-def check_judges(
-    model: str | BaseChatModel | Unset | None,
-    panel: Sequence[str | BaseChatModel] | None,
-    samples: int,
-) -> list[str | BaseChatModel]:
-    """Every judge's model, a model sampled k times appearing k times; none for
-    `model=None` (every criterion of the rubrics must then have a code check).
+def check_samples(samples: object) -> int:
+    """How many times each judge grades a pass: an int from 1 to 20.
 
     Examples:
-        >>> check_judges("m", None, 2)
-        ['m', 'm']
-        >>> check_judges(None, None, 1)
-        []
+        >>> check_samples(0)
+        Traceback (most recent call last):
+        ...
+        ValueError: samples must be between 1 and 20, got 0
     """
     if isinstance(samples, bool) or not isinstance(samples, int):
         msg = f"samples must be an int, got {samples!r}"
@@ -56,29 +53,69 @@ def check_judges(
     if not 1 <= samples <= MAX_ITERATIONS_LIMIT:
         msg = f"samples must be between 1 and {MAX_ITERATIONS_LIMIT}, got {samples}"
         raise ValueError(msg)
-    if panel is not None:
-        if model is not UNSET and model is not None:
-            msg = "give the grader as model or as panel, not both"
+    return samples
+
+
+@dataclass(frozen=True)
+class Judges:
+    """Several judges of one pass, combined by strict majority: a panel of grader models,
+    each grading every pass `samples` times (`Judges(["m"], samples=3)` samples one model
+    three times). Given as `RubricMiddleware(model=Judges(...))`.
+
+    Raises:
+        TypeError, ValueError: An empty panel, a judge that is not a model spec or a chat
+            model (`models[i]` named), or `samples` outside 1 to 20.
+
+    Examples:
+        >>> Judges(["openai:a", "openai:b"], samples=2).graded_by()
+        ['openai:a', 'openai:a', 'openai:b', 'openai:b']
+        >>> Judges([])
+        Traceback (most recent call last):
+        ...
+        ValueError: Judges.models must be a non-empty list of grader models, got []
+    """
+
+    models: Sequence[str | BaseChatModel]
+    samples: int = 1
+
+    def __post_init__(self) -> None:
+        models = self.models
+        if isinstance(models, str) or not isinstance(models, list | tuple) or not models:
+            msg = f"Judges.models must be a non-empty list of grader models, got {models!r}"
             raise ValueError(msg)
-        if isinstance(panel, str) or not list(panel) or not all(panel):
-            msg = f"panel must be a non-empty list of grader models, got {panel!r}"
-            raise ValueError(msg)
-        return [judge for judge in panel for _ in range(samples)]
+        for index, judge in enumerate(models):
+            check_grader_model(judge, f"Judges.models[{index}]")
+        check_samples(self.samples)
+
+    def graded_by(self) -> list[str | BaseChatModel]:
+        """Every judge's model, a model sampled k times appearing k times."""
+        return [judge for judge in self.models for _ in range(self.samples)]
+
+
+def check_judges(
+    model: str | BaseChatModel | Judges | Unset | None,
+) -> tuple[list[str | BaseChatModel], str]:
+    """Every judge's model (none for `model=None`: every criterion of the rubrics must
+    then have a code check), and the parameter a bad model spec is reported under.
+
+    Examples:
+        >>> check_judges("m")
+        (['m'], 'model')
+        >>> check_judges(None)
+        ([], 'model')
+    """
+    if isinstance(model, Judges):
+        return model.graded_by(), "Judges.models"
     if model is UNSET:
         msg = (
-            "model is required: a 'provider:model-id' string or a BaseChatModel, a panel, "
-            "or model=None for rubrics whose every criterion has a code check"
+            "model is required: a 'provider:model-id' string, a BaseChatModel, Judges(...) "
+            "for a panel, or model=None for rubrics whose every criterion has a code check"
         )
         raise ValueError(msg)
     if model is None:
-        return []
-    if not model:
-        msg = (
-            "model must be a 'provider:model-id' string or a BaseChatModel "
-            "(or None for rubrics whose every criterion has a code check)"
-        )
-        raise ValueError(msg)
-    return [model] * samples
+        return [], "model"
+    check_grader_model(model, "model")
+    return [model], "model"
 
 
 def build_judges(

@@ -1,4 +1,4 @@
-"""Checking `RubricMiddleware`'s arguments before anything runs, each error naming its parameter.
+"""Checking a grading pass's arguments before anything runs, each error naming its parameter.
 
 What cannot work fails at construction, not after the agent has run: a grader model that
 is neither a string nor a chat model (a string spec is checked when its grader is built,
@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from rubric_core.grader.budget import GraderLimits
-from rubric_core.grader.judges import Unset
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+from rubric_core.grader.retry import RetryPolicy
 
 _MIN_TRANSCRIPT_BUDGET = 1_000
 
@@ -85,45 +80,50 @@ def _finite_seconds(value: object, parameter: str, *, positive: bool) -> float:
     return float(value)
 
 
-def check_middleware_arguments(
-    *,
-    model: object,
-    panel: Sequence[object] | None,
-    system_prompt: object,
-    tools: object,
-    retry_attempts: object,
-    retry_initial_delay_s: object,
-    retry_max_delay_s: object,
-    transcript_budget_chars: object,
-    check_dir: object,
-    grader_timeout_s: object,
-    grader_budget_s: object,
-) -> GraderLimits:
-    """Check what `RubricMiddleware` was given; the grader's `GraderLimits` from it.
-
-    `model` may also be `None` or unset (checked by `judges.check_judges`).
+def check_grader_arguments(*, system_prompt: object, tools: object, retry: object) -> None:
+    """Check what a pass's judges are built with, besides their models.
 
     Raises:
         TypeError: A parameter has the wrong type (the message names it).
         ValueError: A parameter is out of range (the message names it).
+
+    Examples:
+        >>> check_grader_arguments(system_prompt=None, tools=None, retry=RetryPolicy(attempts=0))
+        Traceback (most recent call last):
+        ...
+        ValueError: retry.attempts must be at least 1, got 0
     """
-    if model is not None and not isinstance(model, Unset):
-        check_grader_model(model, "model")
-    if panel is not None and not isinstance(panel, str):
-        for index, judge in enumerate(panel):
-            check_grader_model(judge, f"panel[{index}]")
     if system_prompt is not None and not isinstance(system_prompt, str):
         msg = f"system_prompt must be a string (or None for the built-in one), got {_shown(system_prompt)}"
         raise TypeError(msg)
     check_tools(tools)
-    if isinstance(retry_attempts, bool) or not isinstance(retry_attempts, int):
-        msg = f"retry_attempts must be an int, got {retry_attempts!r}"
+    if not isinstance(retry, RetryPolicy):
+        msg = f"retry must be a RetryPolicy, got {_shown(retry)}"
         raise TypeError(msg)
-    if retry_attempts < 1:
-        msg = f"retry_attempts must be at least 1, got {retry_attempts}"
+    if isinstance(retry.attempts, bool) or not isinstance(retry.attempts, int):
+        msg = f"retry.attempts must be an int, got {retry.attempts!r}"
+        raise TypeError(msg)
+    if retry.attempts < 1:
+        msg = f"retry.attempts must be at least 1, got {retry.attempts}"
         raise ValueError(msg)
-    _finite_seconds(retry_initial_delay_s, "retry_initial_delay_s", positive=False)
-    _finite_seconds(retry_max_delay_s, "retry_max_delay_s", positive=False)
+    _finite_seconds(retry.initial_delay_s, "retry.initial_delay_s", positive=False)
+    _finite_seconds(retry.max_delay_s, "retry.max_delay_s", positive=False)
+    _finite_seconds(retry.jitter, "retry.jitter", positive=False)
+
+
+def check_pass_limits(
+    *, timeout_s: object, budget_s: object, transcript_budget_chars: object, check_dir: object
+) -> None:
+    """Check the fields of a pass's limits (`pipeline.PassLimits`), each error naming its field.
+
+    Examples:
+        >>> check_pass_limits(timeout_s=0, budget_s=1, transcript_budget_chars=5000, check_dir=None)
+        Traceback (most recent call last):
+        ...
+        ValueError: timeout_s must be a finite number of seconds above 0, got 0
+    """
+    _finite_seconds(timeout_s, "timeout_s", positive=True)
+    _finite_seconds(budget_s, "budget_s", positive=True)
     if isinstance(transcript_budget_chars, bool) or not isinstance(transcript_budget_chars, int):
         msg = f"transcript_budget_chars must be an int, got {_shown(transcript_budget_chars)}"
         raise TypeError(msg)
@@ -136,7 +136,3 @@ def check_middleware_arguments(
     if check_dir is not None and not isinstance(check_dir, str | os.PathLike):
         msg = f"check_dir must be a path (str or Path), got {_shown(check_dir)}"
         raise TypeError(msg)
-    return GraderLimits(
-        timeout_s=_finite_seconds(grader_timeout_s, "grader_timeout_s", positive=True),
-        pass_budget_s=_finite_seconds(grader_budget_s, "grader_budget_s", positive=True),
-    )

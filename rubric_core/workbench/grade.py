@@ -1,8 +1,8 @@
 """Grade existing outputs, no agent: one pass per row, stored as runs of kind `graded`.
 
 Each row's transcript is `[HumanMessage(input), AIMessage(output)]`, graded by
-`RubricMiddleware.grade_transcript`: the loop's own grader, payload and record, with no
-revision. A dataset's `labels` become human labels (reviewer: the file's name). A person
+`PassPipeline.grade_transcript`: the loop's own pass pipeline, payload and record, with
+no revision. A dataset's `labels` become human labels (reviewer: the file's name). A person
 can be the grader too (`grade_by_person`): their verdicts are checked and recorded as a
 model's would be, and stored as labels.
 """
@@ -41,7 +41,7 @@ from rubric_core.workbench.datasets import MAX_OUTPUT_CHARS, load_graded_dataset
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from rubric_core.middleware import RubricMiddleware
+    from rubric_core.pipeline import PassPipeline
     from rubric_core.providers.ratelimit import RateLimit
     from rubric_core.schema import CriterionVerdict, RubricEvaluation
     from rubric_core.store import Store
@@ -160,18 +160,18 @@ def build_grader(
     grader_tools: Sequence[str] = (),
     grader_system_prompt: str | None = None,
     samples: int = 1,
-) -> RubricMiddleware:
-    """The middleware that grades one pass outside a loop (`grade_transcript`); `None`
+) -> PassPipeline:
+    """The pass pipeline that grades one pass outside a loop (`grade_transcript`); `None`
     builds no judge (to check the tools and samples alone)."""
-    from rubric_core.middleware import RubricMiddleware
+    from rubric_core.grader.judges import Judges, check_samples
+    from rubric_core.pipeline import PassPipeline
     from rubric_core.tools import get_tools
 
-    return RubricMiddleware(
-        model=llm,
+    check_samples(samples)
+    return PassPipeline.build(
+        llm if llm is None or samples == 1 else Judges([llm], samples=samples),
         tools=get_tools(list(grader_tools)),
         system_prompt=grader_system_prompt,
-        max_iterations=1,
-        samples=samples,
     )
 
 
@@ -347,7 +347,7 @@ def grade_one(
     version = store.get_rubric_version(version_id)
     check_grader(grader_model, version)
     llm = grader_llm or _grader_factory(grader_model, base_url, api_key)()
-    middleware = build_grader(
+    pipeline = build_grader(
         llm, grader_tools=grader_tools, grader_system_prompt=grader_system_prompt, samples=samples
     )
     run_id, evaluation_id, evaluation, _ = _store_pass(
@@ -356,7 +356,7 @@ def grade_one(
         input=input,
         output=output,
         grader_label=grader_label(grader_model),
-        grade=lambda messages: middleware.grade_transcript(messages, version["text"]),
+        grade=lambda messages: pipeline.grade_transcript(messages, version["text"]),
         grader_tools=grader_tools,
         grader_system_prompt=grader_system_prompt,
         batch_id=batch_id,
@@ -430,7 +430,7 @@ def grade_outputs(
         if index in finished or (stop_event is not None and stop_event.is_set()):
             return None
         row = rows[index]
-        middleware = build_grader(
+        pipeline = build_grader(
             make(),
             grader_tools=grader_tools,
             grader_system_prompt=grader_system_prompt,
@@ -442,7 +442,7 @@ def grade_outputs(
             input=row["input"],
             output=row["output"],
             grader_label=grader_label(grader_model),
-            grade=lambda messages: middleware.grade_transcript(messages, version["text"]),
+            grade=lambda messages: pipeline.grade_transcript(messages, version["text"]),
             grader_tools=grader_tools,
             grader_system_prompt=grader_system_prompt,
             batch_id=batch,
@@ -614,7 +614,7 @@ def grade_by_person(
     except ValueError as exc:
         msg = f"the verdicts cannot be recorded: {exc}"
         raise GradingError(msg) from exc
-    middleware = build_grader(None)  # a person's verdict: no model is called
+    pipeline = build_grader(None)  # a person's verdict: no model is called
     decided = {c["name"]: c["passed"] for c in outcome.criteria if not c.get("insufficient")}
     run_id, _, _, _ = _store_pass(
         store,
@@ -622,7 +622,7 @@ def grade_by_person(
         input=input,
         output=output,
         grader_label=f"{HUMAN_GRADER_PREFIX}{reviewer}",
-        grade=lambda messages: middleware.grade_transcript(
+        grade=lambda messages: pipeline.grade_transcript(
             messages, version["text"], outcome=outcome
         ),
         grader_tools=(),

@@ -2,7 +2,7 @@
 
 No agent runs and no checkpoint is read: each selected pass's stored `draft` and its run's
 `input` make the transcript `[HumanMessage(input), AIMessage(draft)]`, graded by
-`RubricMiddleware.grade_transcript` (the loop's grader and record). The result is stored
+`PassPipeline.grade_transcript` (the loop's pass pipeline and record). The result is stored
 as an experiment (settings + one item per source pass and sample); the source runs are
 not changed.
 """
@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from rubric_core.batch.limits import local_book
 from rubric_core.errors import InputError
 from rubric_core.evaluate import ConsistencyReport, consistency_report
-from rubric_core.grader.judges import check_judges
+from rubric_core.grader.judges import check_samples
 from rubric_core.grader.logs import run_context
 from rubric_core.providers.ratelimit import use_book
 from rubric_core.runs.spec import validate_concurrency
@@ -178,14 +178,14 @@ class _Plan:
 
     def _grade(self, item: dict[str, Any], sample: int) -> str:
         """Grade one stored draft once and store the verdict; its result."""
-        middleware = build_grader(
+        pipeline = build_grader(
             self.make(),
             grader_tools=self.grader_tools,
             grader_system_prompt=self.grader_system_prompt,
         )
         messages: list[Any] = [HumanMessage(item["input"]), AIMessage(item["draft"])]
         with run_context(item.get("run_id", f"of pass {item['evaluation_id']}")):
-            evaluation = middleware.grade_transcript(
+            evaluation = pipeline.grade_transcript(
                 messages,
                 self.version["text"],
                 grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
@@ -216,7 +216,7 @@ def _prepare(
     rate_limit: RateLimit | None = None,
 ) -> _Plan:
     try:
-        check_judges(None, None, samples)  # the middleware's own rule: 1 to 20
+        check_samples(samples)  # the pipeline's own rule: 1 to 20
     except (TypeError, ValueError) as exc:
         raise RegradeError(str(exc)) from exc
     concurrency = min(validate_concurrency(max_concurrency), MAX_CONCURRENCY)
