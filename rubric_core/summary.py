@@ -70,9 +70,6 @@ checks alone, or a replay model (scripted verdicts standing in for a judge)."""
 MODEL_GRADER_KINDS: frozenset[str] = frozenset({"judge", "panel", "replay"})
 """The kinds whose verdicts a model gave: the ones judge-vs-human agreement counts."""
 
-_LEGACY_CHECKS_NAMES = frozenset({"checks-only"})
-"""Names earlier builds recorded for "code checks only" (migration 0012 renames them)."""
-
 
 def grader_name(spec: object) -> str:
     """A stored grader spec in the one vocabulary: every "code checks only" name is `checks`.
@@ -82,7 +79,7 @@ def grader_name(spec: object) -> str:
         ('checks', 'checks', 'replay:haiku')
     """
     text = "" if spec is None else str(spec).strip()
-    if is_checks_only_grader(text) or text.casefold() in _LEGACY_CHECKS_NAMES or not text:
+    if is_checks_only_grader(text) or not text:
         return CHECKS_GRADER
     return text
 
