@@ -38,14 +38,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GRADER_KINDS",
-    "MODEL_GRADER_KINDS",
+    "MACHINE_GRADER_KINDS",
     "PASS_RATE_RULE",
     "UNFINISHED_STATUSES",
     "BatchSummary",
     "Summary",
     "final_pass",
     "format_rate",
-    "graded_by_model",
+    "graded_by_machine",
     "grader_kind",
     "grader_name",
     "rubric_criteria",
@@ -67,8 +67,10 @@ GRADER_KINDS: tuple[str, ...] = ("judge", "panel", "person", "checks", "replay")
 """Who graded a run or a pass: a judge model, a panel of judges, a person, the rubric's code
 checks alone, or a replay model (scripted verdicts standing in for a judge)."""
 
-MODEL_GRADER_KINDS: frozenset[str] = frozenset({"judge", "panel", "replay"})
-"""The kinds whose verdicts a model gave: the ones judge-vs-human agreement counts."""
+MACHINE_GRADER_KINDS: frozenset[str] = frozenset({"judge", "panel", "replay", "checks"})
+"""The kinds whose verdicts no person gave (a model, a panel, a replay model, the code
+checks): the ones agreement with human labels counts. A person's own pass is also their
+labels, so it would only agree with itself."""
 
 
 def grader_name(spec: object) -> str:
@@ -105,15 +107,15 @@ def grader_kind(spec: object, judges: Sequence[Any] | None = None) -> str:
     return "judge"
 
 
-def graded_by_model(spec: object, judges: Sequence[Any] | None = None) -> bool:
-    """Whether a model (a judge, a panel or a replay model) gave the verdicts: not a
-    person, not the code checks alone. Agreement with human labels counts only these.
+def graded_by_machine(spec: object, judges: Sequence[Any] | None = None) -> bool:
+    """Whether no person gave the verdicts (a judge, a panel, a replay model or the code
+    checks did): agreement with human labels counts only these passes.
 
     Examples:
-        >>> graded_by_model("human:ana"), graded_by_model("checks"), graded_by_model("m")
-        (False, False, True)
+        >>> graded_by_machine("human:ana"), graded_by_machine("checks"), graded_by_machine("m")
+        (False, True, True)
     """
-    return grader_kind(spec, judges) in MODEL_GRADER_KINDS
+    return grader_kind(spec, judges) in MACHINE_GRADER_KINDS
 
 
 def final_pass(
