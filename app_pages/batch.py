@@ -340,7 +340,7 @@ def batch_view() -> None:
         "n/a"
         if summary.mean_iterations_to_satisfied is None
         else f"{summary.mean_iterations_to_satisfied:.2f}",
-        help="Mean grading passes the satisfied runs took.",
+        help=summary.iterations_basis(),
     )
     m4.metric("Grader errors", summary.grader_errors)
     report_download(store, key=f"batch_report_{batch_id}", batch_id=batch_id)

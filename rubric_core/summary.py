@@ -257,6 +257,25 @@ class Summary:
             f"({listed}) = {raw:.2f}, clipped to [0, 1]: {score_text(self.mean_score)}"
         )
 
+    def iterations_basis(self) -> str:
+        """What the mean passes to satisfied is computed from, in words.
+
+        Examples:
+            >>> BatchSummary("b", 3, {}, 1.0, 1.5, {1: 2, 3: 1}, [], 0).iterations_basis()
+            'mean grading passes of the 3 satisfied runs (1 pass: 2 runs, 3 passes: 1 run) = 1.50'
+        """
+        if self.mean_iterations_to_satisfied is None:
+            return "no satisfied run yet"
+        runs = sum(self.iterations_to_satisfied.values())
+        listed = ", ".join(
+            f"{n} pass{'es' if n != 1 else ''}: {c} run{'s' if c != 1 else ''}"
+            for n, c in self.iterations_to_satisfied.items()
+        )
+        return (
+            f"mean grading passes of the {runs} satisfied run{'s' if runs != 1 else ''} "
+            f"({listed}) = {self.mean_iterations_to_satisfied:.2f}"
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
