@@ -125,7 +125,8 @@ def test_agreement_counts_only_passes_a_model_graded(tmp_path):
     """Finding 2: a person's own passes (grader `human:<name>`, whose verdicts are also
     stored as their labels) were counted as judge-vs-human: 100 %, kappa 1, and exported
     as "agreed" by `export --format sft --labels-only`."""
-    with Store(tmp_path / "s.db") as store:
+    db = tmp_path / "s.db"
+    with Store(db) as store:
         version = store.save_rubric_version("r", "- a\n- b")
         person = new_run(store, version["id"], grader_model="human:ana")
         graded = store.record_evaluation(
@@ -144,3 +145,5 @@ def test_agreement_counts_only_passes_a_model_graded(tmp_path):
     assert report["overall"]["n"] == 2  # the judge's two labelled verdicts only
     assert report["overall"]["agreement"] == 0.5
     assert agreed == []  # the judge's pass disagrees; the person's pass is no judge's
+    (cli_report,) = json.loads(_cli(db, "agreement", "--json").output)["rubrics"]
+    assert cli_report["overall"]["n"] == 2  # the `agreement` command reads the same
