@@ -340,14 +340,14 @@ def batch_view() -> None:
         "n/a"
         if summary.mean_iterations_to_satisfied is None
         else f"{summary.mean_iterations_to_satisfied:.2f}",
-        help="Mean grading passes the satisfied runs took.",
+        help=summary.iterations_basis(),
     )
     m4.metric("Grader errors", summary.grader_errors)
     report_download(store, key=f"batch_report_{batch_id}", batch_id=batch_id)
     if summary.mean_score is not None:
         s1, s2 = st.columns([1, 3])
-        s1.metric("Mean score", f"{summary.mean_score:.2f}")
-        s1.caption(f"over {len(summary.scores)} scored runs")
+        s1.metric("Mean score", f"{summary.mean_score:.2f}", help=summary.mean_basis())
+        s1.caption(summary.mean_basis())
         s2.caption("Score distribution (runs per score band)")
         s2.bar_chart(score_bins(summary.scores), x="score", y="runs", height=180)
     inputs_table(runs)

@@ -133,8 +133,9 @@ CHECKS_GRADER = "checks"
 """`grader_model` of a run or pass graded by the rubric's code checks alone: no judge was
 called (every criterion has a `{check}`). Front doors accept `none` for it too."""
 
-NO_GRADER_SPECS: frozenset[str] = frozenset({"none", CHECKS_GRADER})
-"""What a user may write for "no grader, code checks only" (`--grader none`)."""
+NO_GRADER_SPECS: frozenset[str] = frozenset({"none", CHECKS_GRADER, "checks-only"})
+"""What a user may write for "no grader, code checks only" (`--grader none`); `checks-only`
+is the name earlier builds recorded (migration `0012_checks_grader_name` renames it)."""
 
 
 def is_checks_only_grader(spec: object) -> bool:

@@ -9,7 +9,7 @@ The score of a pass, as HealthBench's reference scorer (openai/simple-evals,
 left unclipped (a pass whose penalties outweigh what it earned scores below 0), as it is
 stored and exported. A mean over passes or runs is HealthBench's too: the mean of the
 unclipped scores, then clipped to [0, 1] (`mean_score`); one pass shown on its own is
-clipped to [0, 1] (`shown_score`). A rubric of penalties only (HealthBench has no score
+shown as stored, unclipped (`shown_score`), so every page, report and export agree on it. A rubric of penalties only (HealthBench has no score
 for it) scores `1 - failed penalty weight / all penalty weight`. A criterion is matched to
 its verdict by `rubric.criterion_key` (whitespace folded, case ignored), as
 `criteria_from_healthbench` spells its criteria. A criterion with no verdict counts against the work whichever its sign:
@@ -90,13 +90,15 @@ def score_pass(
 
 
 def shown_score(score: float | None) -> float | None:
-    """One pass's (or run's) score as shown on its own: clipped to [0, 1].
+    """One pass's (or run's) score as shown on its own: as stored, unclipped, so the pages,
+    the report, the CLI and the CSV export show one number for it. (Only a mean is clipped:
+    `mean_score`.)
 
     Examples:
         >>> shown_score(-0.3), shown_score(0.7), shown_score(None) is None
-        (0.0, 0.7, True)
+        (-0.3, 0.7, True)
     """
-    return None if score is None else min(1.0, max(0.0, float(score)))
+    return None if score is None else float(score)
 
 
 def mean_score(scores: Sequence[float | None]) -> float | None:

@@ -125,7 +125,9 @@ def test_the_mean_is_healthbenchs_mean_of_unclipped_then_clipped() -> None:
     assert mean_score(issue) == pytest.approx(reference_overall(issue)) == 0.0
     summary = BatchSummary("b", 3, {}, 0.0, None, {}, [], 0, scores=issue)
     assert summary.mean_score == 0.0  # was 0.233: the mean of scores clipped one by one
-    assert [shown_score(s) for s in issue] == [0.7, 0.0, 0.0]  # one pass shown on its own
+    # One pass shown on its own is as stored, the number the report and the export show too
+    # (issue 30, finding 3: a run of -0.8 read 0.00 on the Batch page, -0.80 in the report).
+    assert [shown_score(s) for s in issue] == [0.7, -0.3, -3.0]
 
 
 def test_a_pass_is_stored_unclipped() -> None:

@@ -53,6 +53,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline",),
     ("middleware", "attempt"),
     ("store",),
+    # summary: every figure of a batch or an experiment, read from the store once; the
+    # pages' models, the CLI, the report, the gate and the exports all read it.
+    ("summary",),
     ("runs",),
     ("batch",),
     ("workbench",),

@@ -473,6 +473,10 @@ def test_batch_page_runs_a_dataset_and_summarises_it(app: AppTest) -> None:
     assert metrics["Satisfied"] == "100.0%"
     assert metrics["Grader errors"] == "0"
     assert len(_charts(app)) == 2  # iterations-to-satisfied and per-criterion pass rates
+    # The mean score shows the scores it is computed from (issue 30, finding 3).
+    assert metrics["Mean score"] == "1.00"
+    basis = "mean of 3 scores (1.00, 1.00, 1.00) = 1.00, clipped to [0, 1]: 1.00"
+    assert any(c.value == basis for c in app.caption), [c.value for c in app.caption]
 
 
 def test_batch_page_bad_dataset_is_explained_in_place(app: AppTest) -> None:

@@ -102,7 +102,7 @@ def test_report_of_a_batch_names_its_figures_and_inputs(tmp_path):
     assert result.exit_code == 0, result.output
     html = output.read_text()
     assert html.count("Plotly.newPlot") == 1 and html.count("<script>") == 2
-    assert "Per-criterion pass rates count each run&#39;s final pass" in html
+    assert "Per-criterion pass rate over each run&#39;s final pass" in html
     for figure in (
         "Satisfied<b>100.0%</b>",
         "Mean score<b>1.00</b>",

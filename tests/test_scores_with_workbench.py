@@ -35,13 +35,14 @@ def test_a_fresh_store_gets_both_migrations_in_order(tmp_path):
     names = [row[0] for row in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY rowid")]
     columns = {row[1] for row in conn.execute("PRAGMA table_info(criterion_results)")}
     conn.close()
-    assert names[-6:] == [
+    assert names[-7:] == [
         "0006_scores_checks_keep",
         "0007_insufficient_judges_labels_experiments",
         "0008_runs_input_index",  # after both
         "0009_criterion_pass_counts",
         "0010_run_final_pass",  # the review queues
         "0011_experiment_owner",  # an experiment's process, as a run's
+        "0012_checks_grader_name",  # `checks-only` graders renamed `checks`
     ]
     assert {"weight", "checked_by", "insufficient"} <= columns
 

@@ -80,11 +80,12 @@ def test_file_migrated_by_main_before_the_postgres_backend_migrates(tmp_path):
         assert store.get_run(run_id)["input_index"] == 0
     with sqlite3.connect(path) as conn:
         applied = [row[0] for row in conn.execute("SELECT name FROM _sqlite_migrations")]
-    assert applied[-4:] == [
+    assert applied[-5:] == [
         "0008_runs_input_index",
         "0009_criterion_pass_counts",
         "0010_run_final_pass",  # the review queues, applied with the file
         "0011_experiment_owner",
+        "0012_checks_grader_name",
     ]
     assert sorted(applied) == sorted(m.name for m in MIGRATIONS._migrations)
 

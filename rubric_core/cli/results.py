@@ -12,6 +12,7 @@ import click
 from rubric_core.cli.common import CONTEXT, BadInput, open_store
 from rubric_core.cli.options import SpecOptions, db_option, spec_options
 from rubric_core.errors import InputError
+from rubric_core.schema import CHECKS_GRADER
 
 if TYPE_CHECKING:
     from rubric_core.report.figures import Figures
@@ -136,7 +137,7 @@ def _run_dataset(store: Store, spec: SpecOptions, input_file: Path, concurrency:
         version = version_row(store, spec.rubric_name, spec.rubric_version)
         grader = spec.grader_model
         if not grader:
-            from rubric_core.report.figures import rubric_criteria
+            from rubric_core.summary import rubric_criteria
 
             judged = [c.name for c in rubric_criteria(version["text"], []) if c.check is None]
             if judged:
@@ -149,7 +150,7 @@ def _run_dataset(store: Store, spec: SpecOptions, input_file: Path, concurrency:
                 store,
                 rows,
                 rubric_version_id=int(version["id"]),
-                grader_model=grader or "checks-only",
+                grader_model=grader or CHECKS_GRADER,
                 grader_tools=spec.grader_tools,
                 source=input_file.name,
                 base_url=spec.base_url,
@@ -219,6 +220,12 @@ def _figures(store: Store, reference: str, what: str) -> Figures:
 )
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--summary", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the figures and the thresholds' results as one JSON object.",
+)
 def gate(
     spec: SpecOptions,
     db: str | None,
@@ -234,6 +241,7 @@ def gate(
     max_drop: float,
     junit: Path | None,
     summary: Path | None,
+    as_json: bool,
 ) -> None:
     """Fail (exit 1) when a batch or experiment falls short of its thresholds: for CI.
 
@@ -249,6 +257,7 @@ def gate(
     """
     from rubric_core.report.gate import (
         gate_checks,
+        gate_json,
         junit_xml,
         markdown_summary,
         parse_criterion_minimum,
@@ -291,9 +300,14 @@ def gate(
                     fp.write(data)
             except OSError as exc:
                 raise BadInput(f"cannot write {path}: {exc.strerror}") from exc
+    failed = [c for c in checks if not c.passed]
+    if as_json:
+        click.echo(json.dumps(gate_json(figures, checks), indent=2, ensure_ascii=False))
+        if failed:
+            raise click.exceptions.Exit(EXIT_SHORT)
+        return
     for check in checks:
         click.echo(f"{'PASS' if check.passed else 'FAIL'} {check.name}: {check.message}")
-    failed = [c for c in checks if not c.passed]
     click.echo(
         f"{figures.title}: "
         + (f"{len(failed)} of {len(checks)} threshold(s) not met." if failed else "gate passed.")

@@ -304,9 +304,7 @@ def format_summary(summary: BatchSummary) -> str:
     if summary.mean_score is not None:
         lines.append(
             f"Mean score: {summary.mean_score:.2f} over {len(summary.scores)} scored runs, "
-            "HealthBench's way: the mean of the unclipped scores, clipped to [0, 1] "
-            f"(min {shown_score(min(summary.scores)):.2f}, "
-            f"max {shown_score(max(summary.scores)):.2f}, each clipped)"
+            f"HealthBench's way: {summary.mean_basis()}"
         )
     mean = summary.mean_iterations_to_satisfied
     lines.append(f"Mean iterations to satisfied: {'n/a' if mean is None else f'{mean:.2f}'}")

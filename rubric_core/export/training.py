@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from rubric_core.export.columns import ExportError
 from rubric_core.export.rows import StoredPass, _iso, read_passes
 from rubric_core.extras import require
+from rubric_core.summary import graded_by_machine
 
 if TYPE_CHECKING:
     from rubric_core.store import RunFilters, Store
@@ -112,7 +113,10 @@ def _verdicts(stored: StoredPass) -> list[dict[str, Any]]:
 
 
 def _agreed(stored: StoredPass) -> bool:
-    """A human labelled this pass and agreed with every verdict they labelled."""
+    """A human labelled this pass, no person graded it (`summary.graded_by_machine`: a
+    person's own pass agrees with their labels by construction) and every label matches."""
+    if not graded_by_machine(stored.row[5]):
+        return False
     judged = {verdict[1]: bool(verdict[2]) for verdict in stored.verdicts}
     marks = [(name, label[0]) for name, label in stored.labels.items() if label[0] is not None]
     return bool(marks) and all(judged.get(name) == bool(human) for name, human in marks)

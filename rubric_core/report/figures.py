@@ -1,22 +1,29 @@
 """What a batch, an experiment or a run came to, read once for the report and the CI gate.
 
-Every figure comes from the library's own functions, so the report, the gate, the CLI and
-the pages agree: `batch.summary_for_batch` (satisfied rate, mean score, iterations to
-satisfied), `Store.criterion_pass_rates(final_only=True)` (each run's final pass), and
+Every figure comes from `rubric_core.summary`, the one home the pages, the CLI and the
+exports read too (satisfied rate, mean score and the scores it averages, pass rates over
+each run's final pass, completeness, grader kinds), and agreement from
 `workbench.agreement` (percent agreement, Cohen's kappa, confusion). Nothing here draws.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.errors import InputError
 from rubric_core.extras import MissingExtra
-from rubric_core.rubric import CriterionSpec, RubricError, parse_criteria
-from rubric_core.scoring import score_pass
+from rubric_core.scoring import mean_score, score_pass
+from rubric_core.summary import (
+    EXPERIMENT_PASS_RATE_RULE,
+    PASS_RATE_RULE,
+    Summary,
+    final_pass,
+    grader_kind,
+    rubric_criteria,
+    summary_for_batch,
+    summary_for_experiment,
+)
 
 if TYPE_CHECKING:
     from rubric_core.store import Store
@@ -33,14 +40,8 @@ __all__ = [
     "run_figures",
 ]
 
-BATCH_FINAL_PASS_RULE = (
-    "each run's final pass: the verdicts of the last grading pass stored for the run "
-    "(the draft the run handed back was graded by it)"
-)
-EXPERIMENT_FINAL_PASS_RULE = (
-    "each re-graded source pass once: several samples of a pass combined by strict "
-    "majority; samples that judged nothing left out"
-)
+BATCH_FINAL_PASS_RULE = PASS_RATE_RULE
+EXPERIMENT_FINAL_PASS_RULE = EXPERIMENT_PASS_RATE_RULE
 
 
 @dataclass
@@ -55,12 +56,20 @@ class Item:
     """Oldest first; each has `draft`, `result`, `explanation`, `criteria` (with gaps)."""
     error: str | None = None
     """Why the run ended in error (or its grader broke), when it did."""
+    final: dict[str, Any] | None = None
+    """The final pass (`runs.final_evaluation_id`'s; an experiment's last grading)."""
+
+    @property
+    def final_criteria(self) -> list[dict[str, Any]]:
+        """The final pass's verdicts (none without a final pass)."""
+        return list(self.final["criteria"]) if self.final else []
 
     @property
     def gaps(self) -> list[tuple[str, str]]:
-        """The failing criteria of the last pass and their gaps."""
-        last = self.passes[-1]["criteria"] if self.passes else []
-        return [(c["name"], str(c.get("gap") or "")) for c in last if not c.get("passed")]
+        """The failing criteria of the final pass and their gaps."""
+        return [
+            (c["name"], str(c.get("gap") or "")) for c in self.final_criteria if not c.get("passed")
+        ]
 
 
 @dataclass
@@ -92,6 +101,14 @@ class Figures:
     against_agreement: dict[str, Any] | None = None
     """`--against`: this experiment as predictor of the other (`agreement_between`)."""
     items: list[Item] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    """The scores `mean_score` averages (`summary.Summary.scores`)."""
+    mean_basis: str = ""
+    """The mean score's numbers in words (`summary.Summary.mean_basis`)."""
+    finished: int = 0
+    """Runs (gradings) that ended; `total - finished` are still going or interrupted."""
+    grader_kinds: dict[str, int] = field(default_factory=dict)
+    """Runs per grader kind (`summary.GRADER_KINDS`)."""
 
     @property
     def title(self) -> str:
@@ -108,15 +125,6 @@ class Figures:
         return None
 
 
-def rubric_criteria(text: str, names: list[str]) -> list[CriterionSpec]:
-    """The version's criteria with weights and checks; weight-1 judged ones by name when
-    the text uses a check this process has not registered."""
-    try:
-        return parse_criteria(text)
-    except RubricError:
-        return [CriterionSpec(name) for name in names]
-
-
 def _labels_agreement(store: Store, **where: Any) -> tuple[dict[str, Any] | None, str]:
     from rubric_core.workbench.agreement import NoLabelsError, agreement_with_labels
 
@@ -130,14 +138,34 @@ def _labels_agreement(store: Store, **where: Any) -> tuple[dict[str, Any] | None
 
 def _run_item(store: Store, run: dict[str, Any]) -> Item:
     score = run.get("score")
+    passes = store.run_evaluations(int(run["id"]))
+    last = final_pass(run, passes)
     return Item(
         run_id=int(run["id"]),
         input=str(run.get("input") or ""),
         status=str(run["status"]),
         score=None if score is None else float(score),
-        passes=store.run_evaluations(int(run["id"])),
+        passes=passes,
         error=run.get("error") or None,
+        final=None if last is None else dict(last),
     )
+
+
+def _from_summary(summary: Summary) -> dict[str, Any]:
+    """The `Figures` fields a `Summary` gives, as keyword arguments."""
+    return {
+        "total": summary.total,
+        "by_status": dict(summary.by_status),
+        "mean_score": summary.mean_score,
+        "mean_iterations_to_satisfied": summary.mean_iterations_to_satisfied,
+        "iterations_to_satisfied": dict(summary.iterations_to_satisfied),
+        "criterion_rates": list(summary.criterion_pass_rates),
+        "final_pass_rule": summary.pass_rate_rule,
+        "scores": list(summary.scores),
+        "mean_basis": summary.mean_basis(),
+        "finished": summary.finished,
+        "grader_kinds": dict(summary.grader_kinds),
+    }
 
 
 def batch_figures(store: Store, batch_id: str, *, with_items: bool = True) -> Figures:
@@ -146,8 +174,6 @@ def batch_figures(store: Store, batch_id: str, *, with_items: bool = True) -> Fi
     Raises:
         InputError: No run has that batch id.
     """
-    from rubric_core.batch.summary import summary_for_batch
-
     runs = store.batch_runs(batch_id)
     if not runs:
         msg = f"no batch {batch_id!r} in this store"
@@ -159,39 +185,12 @@ def batch_figures(store: Store, batch_id: str, *, with_items: bool = True) -> Fi
         kind="batch",
         ident=batch_id,
         rubric=store.get_rubric_version(int(runs[0]["rubric_version_id"])),
-        total=summary.total,
-        by_status=dict(summary.by_status),
         satisfied_rate=summary.satisfied_rate,
-        mean_score=summary.mean_score,
-        mean_iterations_to_satisfied=summary.mean_iterations_to_satisfied,
-        iterations_to_satisfied=dict(summary.iterations_to_satisfied),
-        criterion_rates=list(summary.criterion_pass_rates),  # PASS_RATE_RULE
-        final_pass_rule=BATCH_FINAL_PASS_RULE,
+        **_from_summary(summary),
         agreement=agreement,
         agreement_note=note,
         items=[_run_item(store, run) for run in runs] if with_items else [],
     )
-
-
-def _experiment_rates(verdicts: dict[int, list[dict[str, Any]]], order: list[str]) -> list[dict]:
-    passed: Counter[str] = Counter()
-    total: Counter[str] = Counter()
-    for criteria in verdicts.values():
-        for verdict in criteria:
-            if verdict.get("insufficient"):
-                continue
-            total[verdict["name"]] += 1
-            passed[verdict["name"]] += bool(verdict.get("passed"))
-    names = [n for n in order if n in total] + [n for n in total if n not in order]
-    return [
-        {
-            "criterion": name,
-            "passed": passed[name],
-            "total": total[name],
-            "pass_rate": passed[name] / total[name],
-        }
-        for name in names
-    ]
 
 
 def experiment_figures(
@@ -199,38 +198,23 @@ def experiment_figures(
 ) -> Figures:
     """An experiment's figures over its gradings; with `against`, the comparison too.
 
-    Satisfied rate and mean score are over the experiment's gradings (each scored with
-    `scoring.score_pass` and the version's weights); pass rates over its source passes
-    (`EXPERIMENT_FINAL_PASS_RULE`). An experiment runs no loop: no iterations to satisfied.
+    `summary.summary_for_experiment`: satisfied rate and mean score over the experiment's
+    gradings (the mean taken as a batch's is), pass rates over its source passes. An
+    experiment runs no loop: no iterations to satisfied.
     """
-    from rubric_core.workbench.agreement import (
-        agreement_between,
-        compare_stored_experiments,
-        experiment_verdicts,
-    )
+    from rubric_core.workbench.agreement import agreement_between, compare_stored_experiments
 
     experiment = store.get_experiment(experiment_id)
     version = store.get_rubric_version(int(experiment["rubric_version_id"]))
     specs = rubric_criteria(version["text"], list(version["criteria"]))
-    raw = store.experiment_items(experiment_id)
-    results = Counter(str(item["result"]) for item in raw)
-    scores = [score_pass(specs, item["criteria"]) for item in raw if item["criteria"]]
-    scores_known = [score for score in scores if score is not None]
+    summary = summary_for_experiment(store, experiment_id)
     agreement, note = _labels_agreement(store, experiment_id=experiment_id)
     figures = Figures(
         kind="experiment",
         ident=str(experiment_id),
         rubric=version,
-        total=len(raw),
-        by_status=dict(sorted(results.items())),
-        satisfied_rate=results.get("satisfied", 0) / len(raw) if raw else None,
-        mean_score=statistics.fmean(scores_known) if scores_known else None,
-        mean_iterations_to_satisfied=None,
-        iterations_to_satisfied={},
-        criterion_rates=_experiment_rates(
-            experiment_verdicts(store, experiment_id), list(version["criteria"])
-        ),
-        final_pass_rule=EXPERIMENT_FINAL_PASS_RULE,
+        satisfied_rate=summary.satisfied_rate if summary.total else None,
+        **_from_summary(summary),
         agreement=agreement,
         agreement_note=note,
     )
@@ -242,23 +226,21 @@ def experiment_figures(
         except (InputError, MissingExtra):
             figures.against_agreement = None
     if with_items:
+        raw = store.experiment_items(experiment_id)
         by_pass: dict[int, list[dict[str, Any]]] = {}
         for item in raw:
             by_pass.setdefault(int(item["evaluation_id"]), []).append(item)
         for gradings in by_pass.values():
             first = gradings[0]
-            graded = [
-                s
-                for g in gradings
-                if g["criteria"] and (s := score_pass(specs, g["criteria"])) is not None
-            ]
+            graded = [score_pass(specs, g["criteria"]) for g in gradings if g["criteria"]]
             figures.items.append(
                 Item(
                     run_id=int(first["run_id"]),
                     input=str(first.get("input") or ""),
                     status=str(gradings[-1]["result"]),
-                    score=statistics.fmean(graded) if graded else None,
+                    score=mean_score(graded),
                     passes=gradings,
+                    final=gradings[-1],
                 )
             )
     return figures
@@ -270,29 +252,34 @@ def run_figures(store: Store, run_id: int) -> Figures:
     item = _run_item(store, run)
     satisfied = run["status"] == "satisfied"
     version = store.get_rubric_version(int(run["rubric_version_id"]))
-    last = item.passes[-1]["criteria"] if item.passes else []
     agreement, note = _labels_agreement(store, run_ids=[int(run["id"])])
-    return Figures(
-        kind="run",
-        ident=str(run["id"]),
-        rubric=version,
+    summary = Summary(
+        batch_id=str(run["id"]),
         total=1,
         by_status={str(run["status"]): 1},
         satisfied_rate=1.0 if satisfied else 0.0,
-        mean_score=item.score,
         mean_iterations_to_satisfied=float(run["iterations"]) if satisfied else None,
         iterations_to_satisfied={int(run["iterations"]): 1} if satisfied else {},
-        criterion_rates=[
+        criterion_pass_rates=[
             {
                 "criterion": c["name"],
                 "passed": int(bool(c.get("passed"))),
                 "total": 1,
                 "pass_rate": float(bool(c.get("passed"))),
             }
-            for c in last
+            for c in item.final_criteria
             if not c.get("insufficient")
         ],
-        final_pass_rule=BATCH_FINAL_PASS_RULE,
+        grader_errors=int(run["status"] == "grader_error"),
+        scores=[] if item.score is None else [item.score],
+        grader_kinds={grader_kind(run.get("grader_model")): 1},
+    )
+    return Figures(
+        kind="run",
+        ident=str(run["id"]),
+        rubric=version,
+        satisfied_rate=summary.satisfied_rate,
+        **_from_summary(summary),
         agreement=agreement,
         agreement_note=note,
         items=[item],

@@ -2,8 +2,9 @@
 a Markdown summary for the pull request.
 
 `gate_checks` turns `report.figures.Figures` (and a baseline's) into one `Check` per
-threshold; `junit_xml` writes one test case per input (a failure with its gaps when it did
-not end satisfied) and one per threshold; `markdown_summary` is the pull-request comment.
+threshold; `junit_xml` writes one test case per threshold (a failure when not met) and one
+per input (its outcome and gaps as properties and output, never a failure: the JUnit file
+fails exactly when the gate does); `markdown_summary` is the pull-request comment.
 Nothing here needs an extra: the gate runs on the core install (kappa needs scikit-learn).
 """
 
@@ -21,7 +22,14 @@ if TYPE_CHECKING:
 
     from rubric_core.report.figures import Figures, Item
 
-__all__ = ["Check", "gate_checks", "junit_xml", "markdown_summary", "parse_criterion_minimum"]
+__all__ = [
+    "Check",
+    "gate_checks",
+    "gate_json",
+    "junit_xml",
+    "markdown_summary",
+    "parse_criterion_minimum",
+]
 
 _EPSILON = 1e-9  # a rate equal to its threshold passes, whatever the float rounding
 
@@ -152,6 +160,36 @@ def gate_checks(
     return checks
 
 
+def gate_json(figures: Figures, checks: list[Check]) -> dict[str, object]:
+    """The figures and the checks as one JSON-ready object (`gate --json`)."""
+    return {
+        "title": figures.title,
+        "kind": figures.kind,
+        "ident": figures.ident,
+        "rubric": {"name": figures.rubric["name"], "version": figures.rubric["version"]},
+        "total": figures.total,
+        "finished": figures.finished,
+        "by_status": dict(figures.by_status),
+        "grader_kinds": dict(figures.grader_kinds),
+        "satisfied_rate": figures.satisfied_rate,
+        "mean_score": figures.mean_score,
+        "mean_basis": figures.mean_basis,
+        "scores": list(figures.scores),
+        "criterion_pass_rates": list(figures.criterion_rates),
+        "pass_rate_rule": figures.final_pass_rule,
+        "passed": all(c.passed for c in checks),
+        "checks": [
+            {
+                "name": c.name,
+                "passed": c.passed,
+                "message": c.message,
+                "regressed": list(c.regressed),
+            }
+            for c in checks
+        ],
+    }
+
+
 def _input_name(number: int, text: str) -> str:
     first = " ".join(text.split())
     return f"input {number}: {first[:80]}{'…' if len(first) > 80 else ''}"
@@ -183,25 +221,12 @@ def _reasons(item: Item) -> str:
 
 
 def junit_xml(figures: Figures, checks: list[Check]) -> bytes:
-    """JUnit XML: a suite of the inputs (one case each; not satisfied is a failure with the
-    gaps) and one of the thresholds (one case each). Read by GitHub, GitLab and Jenkins."""
+    """JUnit XML that fails exactly when the gate fails: a suite of the thresholds (one case
+    each, a failure when not met) and one of the inputs, each a passing case whose
+    `system-out` tells its outcome (an input that did not end satisfied has its gaps there
+    and an `outcome` property): an input falls short only through a threshold, as the gate
+    decides. Read by GitHub, GitLab and Jenkins."""
     root = ET.Element("testsuites", name=_xml(f"rubric_core gate: {figures.title}"))
-    inputs = ET.SubElement(root, "testsuite", name=_xml(f"{figures.title} inputs"))
-    failed = 0
-    for number, item in enumerate(figures.items, start=1):
-        case = ET.SubElement(
-            inputs,
-            "testcase",
-            classname=f"rubric_core.gate.{figures.kind}",
-            name=_xml(_input_name(number, item.input)),
-        )
-        if item.status != "satisfied":
-            failed += 1
-            gaps = _reasons(item)
-            failure = ET.SubElement(case, "failure", message=f"{item.status} (run {item.run_id})")
-            failure.text = _xml(gaps)
-    inputs.set("tests", str(len(figures.items)))
-    inputs.set("failures", str(failed))
     thresholds = ET.SubElement(root, "testsuite", name=_xml(f"{figures.title} thresholds"))
     for check in checks:
         case = ET.SubElement(
@@ -212,10 +237,32 @@ def junit_xml(figures: Figures, checks: list[Check]) -> bytes:
             ET.SubElement(case, "failure", message=message).text = message
         else:
             ET.SubElement(case, "system-out").text = message
+    failed = sum(not c.passed for c in checks)
     thresholds.set("tests", str(len(checks)))
-    thresholds.set("failures", str(sum(not c.passed for c in checks)))
+    thresholds.set("failures", str(failed))
+    inputs = ET.SubElement(root, "testsuite", name=_xml(f"{figures.title} inputs"))
+    counted = ET.SubElement(ET.SubElement(inputs, "properties"), "property", name="not_satisfied")
+    not_satisfied = 0
+    for number, item in enumerate(figures.items, start=1):
+        case = ET.SubElement(
+            inputs,
+            "testcase",
+            classname=f"rubric_core.gate.{figures.kind}",
+            name=_xml(_input_name(number, item.input)),
+        )
+        properties = ET.SubElement(case, "properties")
+        ET.SubElement(properties, "property", name="outcome", value=_xml(item.status))
+        ET.SubElement(properties, "property", name="run", value=str(item.run_id))
+        text = f"{item.status} (run {item.run_id})"
+        if item.status != "satisfied":
+            not_satisfied += 1
+            text += "\n" + _reasons(item)
+        ET.SubElement(case, "system-out").text = _xml(text)
+    inputs.set("tests", str(len(figures.items)))
+    inputs.set("failures", "0")
+    counted.set("value", str(not_satisfied))
     root.set("tests", str(len(figures.items) + len(checks)))
-    root.set("failures", str(failed + sum(not c.passed for c in checks)))
+    root.set("failures", str(failed))
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
@@ -247,6 +294,8 @@ def markdown_summary(figures: Figures, checks: list[Check]) -> str:
         f"{'n/a' if figures.mean_score is None else f'{figures.mean_score:.3f}'}",
         "",
     ]
+    if figures.mean_basis:
+        lines += [f"Mean score: {_cell(figures.mean_basis)}.", ""]
     if checks:
         lines += ["| threshold | result | measured |", "|---|---|---|"]
         lines += [

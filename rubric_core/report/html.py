@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rubric_core.extras import require
 from rubric_core.report.figures import Figures, Item, figures_for, rubric_criteria
 from rubric_core.report.template import TEMPLATE
+from rubric_core.summary import format_rate, score_text
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -58,8 +59,6 @@ def theme_json() -> Markup:
 
 
 def _rate(value: float | None) -> str:
-    from rubric_core.batch.summary import format_rate
-
     return format_rate(value)
 
 
@@ -102,14 +101,14 @@ def _item_view(item: Item, number: int, charts: list[str]) -> dict[str, Any]:
     from rubric_core.ui.format import one_line
     from rubric_core.ui.passes import pass_label, pass_score
 
-    last = item.passes[-1]["criteria"] if item.passes else []
+    last = item.final_criteria
     marks = {True: "✓", False: "✗"}
     return {
         "run_id": item.run_id,
         "input": item.input,
         "snippet": one_line(item.input, SNIPPET_CHARS) or f"(input {number})",
         "status": item.status,
-        "score": _number(item.score),
+        "score": score_text(item.score),
         "marks": " ".join(
             "?" if c.get("insufficient") else marks[bool(c.get("passed"))] for c in last
         ),
@@ -118,7 +117,7 @@ def _item_view(item: Item, number: int, charts: list[str]) -> dict[str, Any]:
             {
                 "label": pass_label(j) if "sample" not in p else f"Sample {int(p['sample']) + 1}",
                 "result": p.get("result") or "",
-                "score": _number(pass_score(p)) if p.get("criteria") else None,
+                "score": score_text(pass_score(p)) if p.get("criteria") else None,
                 "explanation": p.get("explanation") or "",
                 "draft": p.get("draft") or "",
                 "criteria": [_verdict(v) for v in p.get("criteria") or []],
@@ -184,6 +183,7 @@ def render_report(figures: Figures, *, item_charts: bool = True) -> str:
         metrics=_metrics(figures),
         by_status=figures.by_status,
         final_pass_rule=figures.final_pass_rule,
+        mean_basis=figures.mean_basis or "no scored run",
         rates=[
             {
                 "criterion": r["criterion"],

@@ -48,7 +48,8 @@ details>summary{cursor:pointer}.inputs td.input{width:60%}
 {% for label, value in metrics %}<div class="metric">{{ label }}<b>{{ value }}</b></div>
 {% endfor %}</div>
 {% if by_status %}<p>{% for status, n in by_status.items() %}{{ status }}: {{ n }}{% if not loop.last %} · {% endif %}{% endfor %}</p>{% endif %}
-<p class="note">Per-criterion pass rates count {{ final_pass_rule }}.</p>
+<p class="note">Mean score: {{ mean_basis }}.</p>
+<p class="note">{{ final_pass_rule }}.</p>
 {{ table(rates) }}
 {% for chart in charts %}<div class="chart" data-fig="{{ chart }}"></div>
 {% endfor %}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from rubric_core.summary import final_pass
+
 if TYPE_CHECKING:
     from rubric_core.store import Store
 
@@ -106,4 +108,5 @@ class RunHandle:
     def latest_evaluation(self) -> dict[str, Any] | None:
         """The most recent stored grading pass, or `None` before the first."""
         evaluations = self._store.run_evaluations(self.run_id)
-        return evaluations[-1] if evaluations else None
+        final = final_pass(self._store.get_run(self.run_id), evaluations)
+        return None if final is None else dict(final)

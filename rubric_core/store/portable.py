@@ -2,7 +2,7 @@
 
 A step here must use only what SQLite and PostgreSQL both accept: `ALTER TABLE ... ADD
 COLUMN` with `INTEGER`/`TEXT`/`DOUBLE PRECISION` columns, `CREATE [UNIQUE] INDEX` (partial
-ones too). A table needs an identity key, which the two spell differently, so a new table
+ones too), a plain `UPDATE` of stored values. A table needs an identity key, which the two spell differently, so a new table
 is one `CREATE TABLE` per dialect in `sqlite/migrations.py` and `postgres/migrations.py`
 under the same name. Each backend applies its own steps and these in the order of their
 names. Append new steps; never edit an applied one.
@@ -50,6 +50,16 @@ PORTABLE_MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "ALTER TABLE experiments ADD COLUMN pid INTEGER",
             "ALTER TABLE experiments ADD COLUMN host TEXT",
             "ALTER TABLE experiments ADD COLUMN proc_start TEXT",
+        ),
+    ),
+    (
+        # One name for "code checks only": `gate --input-file` recorded `checks-only` where
+        # everything else records `checks` (`schema.CHECKS_GRADER`); the Runs page's Model
+        # filter listed both.
+        "0012_checks_grader_name",
+        (
+            "UPDATE runs SET grader_model = 'checks' WHERE grader_model = 'checks-only'",
+            "UPDATE experiments SET grader_model = 'checks' WHERE grader_model = 'checks-only'",
         ),
     ),
 )

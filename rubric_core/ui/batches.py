@@ -110,7 +110,7 @@ def batch_input_rows(
             "passes": int(run.get("iterations") or 0),
         }
         if scored:
-            row["score"] = score_cell(shown_score(run.get("score")))  # one run: clipped
+            row["score"] = score_cell(shown_score(run.get("score")))  # one run: as stored
         judged = verdicts.get(int(run["id"]), {})
         for position, name in enumerate(names):
             row[criterion_column(position, name)] = VERDICT_MARKS[judged.get(name, "not judged")]

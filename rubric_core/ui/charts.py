@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric_core.extras import MissingExtra
-from rubric_core.scoring import mean_score, shown_score
+from rubric_core.scoring import mean_score
 
 try:
     import plotly.graph_objects as go
@@ -459,7 +459,7 @@ def score_histogram(scores: Sequence[float]) -> go.Figure:
     mean = mean_score(scores) or 0.0  # HealthBench's: the mean of unclipped, then clipped
     figure = go.Figure(
         go.Histogram(
-            x=[shown_score(s) for s in scores],
+            x=[min(1.0, max(0.0, float(s))) for s in scores],  # below 0 in the first bar
             xbins={"start": 0, "end": 1.0001, "size": 0.1},
             marker_color="#1565c0",
         )

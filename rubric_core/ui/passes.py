@@ -39,8 +39,8 @@ def pass_label(index: int) -> str:
 
 
 def pass_score(evaluation: Evaluation) -> float | None:
-    """A pass's score as one pass is shown (clipped to [0, 1]; the store keeps it
-    unclipped): the stored one, else one computed from its verdicts' weights.
+    """A pass's score as one pass is shown (as stored, unclipped: `scoring.shown_score`):
+    the stored one, else one computed from its verdicts' weights.
 
     Passes recorded before scores existed have no `score`; their verdicts read back with
     a `weight` when it is not 1, so the same formula applies (`rubric_core.score_pass`).
@@ -55,7 +55,7 @@ def pass_score(evaluation: Evaluation) -> float | None:
         >>> pass_score({"criteria": []}) is None
         True
         >>> pass_score({"score": -0.5, "criteria": []})
-        0.0
+        -0.5
     """
     score = evaluation.get("score")
     if score is not None:

@@ -78,7 +78,7 @@ def runs_table(runs: Sequence[Run]) -> list[dict[str, Any]]:
             "status": status_badge(run.get("status")),
             "rubric": rubric_label(run),
             "passes": run.get("iterations"),
-            "score": score_cell(shown_score(run.get("score"))),  # one run: clipped to [0, 1]
+            "score": score_cell(shown_score(run.get("score"))),  # one run: as stored
             "regressions": run.get("regression_count") or 0,
             "agent model": run.get("agent_model"),
             "grader model": run.get("grader_model"),

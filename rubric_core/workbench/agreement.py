@@ -25,6 +25,7 @@ from rubric_core.evaluate import (
     pair_up,
     parse_labels_csv,
 )
+from rubric_core.summary import graded_by_machine
 
 if TYPE_CHECKING:
     from rubric_core.store import RunFilters, Store
@@ -72,7 +73,9 @@ def agreement_with_labels(
 
     Without `experiment_id`: each selected run's final stored pass. With it: the
     experiment's verdicts on its source passes (narrowed by the other arguments when given).
-    `item_id` in the disagreements is the source pass's evaluation id.
+    `item_id` in the disagreements is the source pass's evaluation id. Only passes no person
+    graded count (`summary.graded_by_machine`): a person's own pass is also their labels,
+    so it would only agree with itself.
 
     Raises:
         NoLabelsError: None of the passes has a human label.
@@ -84,6 +87,7 @@ def agreement_with_labels(
         items = store.review_items(
             batch_id=batch_id, run_ids=run_ids, filters=filters, experiment_id=experiment_id
         )
+    items = [item for item in items if graded_by_machine(item.get("grader_model"))]
     judged = {int(item["evaluation_id"]): item["criteria"] for item in items}
     labels = {
         int(item["evaluation_id"]): {

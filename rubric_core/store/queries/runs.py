@@ -43,7 +43,7 @@ _RUN_COLUMNS = """
     r.status, r.iterations, r.last_result, r.started_at, r.finished_at, r.duration_s,
     r.final_output, r.error, r.agent_input_tokens, r.agent_output_tokens,
     r.grader_input_tokens, r.grader_output_tokens, r.pid, r.host, r.keep, r.score,
-    r.best_iteration, r.regression_count
+    r.best_iteration, r.regression_count, r.final_evaluation_id
 """
 _RUN_FROM = """
     FROM runs r
