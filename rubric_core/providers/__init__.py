@@ -9,6 +9,8 @@
   (models that replay scripted turns, not language models, and the bundled scenarios),
   `langchain` (every other provider `init_chat_model` knows).
 - `errors`: `ModelSpecError`, `ReplayExhaustedError`, `ScriptedGraderError`.
+- `headers`: `rate_headers`, the one reader of `Retry-After`, `retry-after-ms` and
+  `x-ratelimit-*` (the batch's rate book and the grader's retry both ask it).
 """
 
 from __future__ import annotations
