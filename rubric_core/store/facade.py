@@ -103,11 +103,6 @@ class Store(LabelQueries, ExportQueries):
         self._new_run_rubrics: dict[int, str] = {}
 
     @property
-    def backend_name(self) -> str:
-        """`sqlite` or `postgres`."""
-        return self._backend.dialect.name
-
-    @property
     def is_postgres(self) -> bool:
         """Whether the store is a PostgreSQL database (else a SQLite file)."""
         return self._path is None
@@ -141,16 +136,6 @@ class Store(LabelQueries, ExportQueries):
     def close(self) -> None:
         """Finish pending writes and close every connection. Idempotent."""
         self._backend.close()
-
-    @property
-    def read_only_reason(self) -> str | None:
-        """Why this store refuses every write, or None when it writes.
-
-        A database that a newer Rubric Studio migrated (a schema step this version does
-        not know) is opened read-only: reads work, writes raise a `StoreError` of kind
-        `version` with this message, which names both schemas.
-        """
-        return self._backend.refusal
 
     def backup(self, dest: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Copy the store, as committed now, to the single SQLite file `dest`; returns its path.
