@@ -28,7 +28,8 @@ from rubric_core.ui.forms import (
     scenario_for_rubric,
     scenario_form,
 )
-from rubric_core.ui.models import DEFAULT_REPLAY_SCENARIO, REPLAY_PREFIX, list_scenarios
+from rubric_core.ui.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
+from rubric_core.ui.scenario_check import replay_scenario_name
 from rubric_core.ui.settings import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, KEEP_CHOICES, TOOL_NAMES
 from rubric_core.workbench import RunSpec, SpecError, grade_by_person, grade_one, start_run
 
@@ -341,7 +342,7 @@ def live_view(run_id: int) -> None:
         show_store_error(exc)
         return
     st.subheader(f"Run #{run_id} · {rubric_label(run)}")
-    if any(str(run.get(role) or "").startswith(REPLAY_PREFIX) for role in REPLAY_ROLES):
+    if any(replay_scenario_name(str(run.get(role) or "")) for role in REPLAY_ROLES):
         st.caption(
             ":material/replay: Replay models: every reply is a scripted response played back "
             "from the scenario's file, not a language model's (no network, no key)."

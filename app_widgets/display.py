@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rubric_core.ui import status_icon, status_level, status_meaning, status_words
+from rubric_core.ui import status_icon, status_level, status_sentence, status_words
 
 __all__ = ["show_plain", "show_status"]
 
@@ -18,7 +18,7 @@ def show_status(
         status_level(status)
     ]
     alert(
-        f"**{status_words(status)}** — {status_meaning(status, agent_kind)}",
+        f"**{status_words(status)}** — {status_sentence(status, agent_kind)}",
         icon=status_icon(status),
     )
     if error:

@@ -5,21 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rubric_core.schema import GRADED_STATUS_DESCRIPTIONS, RUN_STATUS_DESCRIPTIONS
+from rubric_core.schema import GRADED_KIND, GRADED_STATUS_DESCRIPTIONS, RUN_STATUS_DESCRIPTIONS
 
 
-def status_sentence(status: str | None, *, graded: bool = False) -> str:
+def status_sentence(status: str | None, agent_kind: str | None = None) -> str:
     """What a run status means, in one sentence: the one home of the status sentences,
-    read by the CLI and every page. `graded` picks the sentence of a grade-only run
-    (`agent_kind == GRADED_KIND`), which mentions no agent; an unknown status says so.
+    read by the CLI (`run`, `grade`) and every page (`ui` re-exports it). A grade-only
+    run (`agent_kind == GRADED_KIND`) gets the sentence that mentions no agent; an
+    unknown status says so.
 
     Examples:
-        >>> "agent" in status_sentence("needs_revision", graded=True)
+        >>> status_sentence("satisfied")
+        'Every criterion of the rubric passed.'
+        >>> "agent" in status_sentence("needs_revision", GRADED_KIND)
         False
         >>> status_sentence("bogus")
         "Unknown status 'bogus'."
     """
-    table = GRADED_STATUS_DESCRIPTIONS if graded else RUN_STATUS_DESCRIPTIONS
+    table = GRADED_STATUS_DESCRIPTIONS if agent_kind == GRADED_KIND else RUN_STATUS_DESCRIPTIONS
     return table.get(status or "", f"Unknown status {status!r}.")
 
 

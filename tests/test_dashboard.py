@@ -46,7 +46,7 @@ from rubric_core.ui import (
     spec_error_hint,
     status_badge,
     status_level,
-    status_meaning,
+    status_sentence,
     store_error_message,
     transcript_items,
     version_diff,
@@ -60,11 +60,11 @@ def test_every_run_status_has_a_meaning_and_a_badge() -> None:
     for status in RUN_STATUSES:
         assert RUN_STATUS_DESCRIPTIONS[status]
         assert status.replace("_", " ") in status_badge(status)
-        assert status_meaning(status) == RUN_STATUS_DESCRIPTIONS[status]
+        assert status_sentence(status) == RUN_STATUS_DESCRIPTIONS[status]
     assert status_level("satisfied") == "success"
     assert status_level("grader_error") == "error"
     assert status_level("max_iterations_reached") == "warning"
-    assert "Unknown status" in status_meaning("bogus")
+    assert "Unknown status" in status_sentence("bogus")
 
 
 # ---------------------------------------------------------------- rubrics

@@ -442,9 +442,6 @@ def test_a_store_a_newer_version_migrated_is_read_but_never_written(db_target):
         [m.name for m in MIGRATIONS._migrations] if "://" not in db_target else [n for n, _ in PG_MIGRATIONS]
     )  # fmt: skip
     with Store(db_target) as store:
-        reason = store.read_only_reason
-        assert reason is not None
-        assert _FUTURE_STEP in reason and newest_known in reason
         assert [r["name"] for r in store.list_rubrics()] == ["kept"]  # reading works
         with pytest.raises(StoreError) as refused:
             store.save_rubric_version("new", RUBRIC)

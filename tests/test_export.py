@@ -317,7 +317,7 @@ def complete(store, new_run, make_evaluation):
             verdicts=[("has a title", True), ("cites a source", True)],
         ),
     )
-    store.set_label(first, "cites a source", True, reviewer='ann, "r"', note="-1")
+    store.set_labels(first, {"cites a source": True}, reviewer='ann, "r"', note="-1")
     store.finish_run(revised, status="satisfied", final_output="done")
     broken = new_run(store, version["id"])
     store.record_evaluation(
@@ -449,7 +449,7 @@ def hostile(store, new_run, make_evaluation):
             evaluation["score"] = [None, 0.25, 1.0][index % 3]
             first = store.record_evaluation(run_id, evaluation)
             if iteration == 0:
-                store.set_label(first, f"{text} x", index % 2 == 0, reviewer=text, note=text)
+                store.set_labels(first, {f"{text} x": index % 2 == 0}, reviewer=text, note=text)
         store.finish_run(run_id, status="satisfied" if index % 2 else "failed")
 
 

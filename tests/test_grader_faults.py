@@ -173,6 +173,21 @@ def test_transient_fault_is_retried_then_succeeds(fault, label):
     assert len(agent_model.calls) == 1, "a grader retry must never re-run the agent"
 
 
+def test_retry_after_ms_is_honoured_by_the_graders_retry():
+    """Guards issue 30: the grader's retry read `Retry-After` only, so a 429 saying
+    `retry-after-ms: 1500` (OpenAI's and Azure's header) was retried after the backoff's
+    10 ms, into the same throttle. Now the grader waits what the header asks (bounded by
+    its `max_delay_s`), read by the same parser as the batch's rate book."""
+    throttled = ("status", (429, {"retry-after-ms": "1500"}))
+    with FaultServer([throttled, ("ok", GOOD)]) as server:
+        started = time.monotonic()
+        result, evaluations, _ = run_loop(server, timeout=5.0, retry_max_delay_s=5.0)
+        waited = time.monotonic() - started
+    assert result["_rubric_status"] == "satisfied"
+    assert evaluations[0]["grader_attempts"] == 2
+    assert waited >= 1.5
+
+
 @pytest.mark.parametrize(
     ("fault", "expected"),
     [

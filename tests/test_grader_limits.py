@@ -234,7 +234,6 @@ def no_keys(monkeypatch):
         ({"model": "openai:"}, ValueError, "model='openai:'"),
         ({"model": "openai:gpt-4.1-mini"}, ValueError, "OPENAI_API_KEY"),
         ({"model": 42}, TypeError, "model must be"),
-        ({"model": "replay:haiku"}, ValueError, "resolve_model('replay:haiku', role='grader')"),
         (
             {"model": lambda: Judges([ReplayChatModel(turns=[]), "nonsense"])},
             ValueError,

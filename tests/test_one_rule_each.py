@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from rubric_core.cli import cli
-from rubric_core.schema import RUN_STATUSES
-from rubric_core.ui import status_meaning
+from rubric_core.schema import GRADED_KIND, RUN_STATUSES
 
 BOTTLE = "- Exactly two sentences\n- Fewer than 40 words\n- Says the bottle keeps drinks cold"
 
@@ -48,10 +47,22 @@ def test_grade_only_sentences_mention_no_agent() -> None:
     from rubric_core.wording import status_sentence
 
     for status in RUN_STATUSES:
-        assert "agent" not in status_sentence(status, graded=True), status
-        assert status_meaning(status, "graded") == status_sentence(status, graded=True)
-        assert status_meaning(status, "basic") == status_sentence(status)
-    assert "revising" in status_sentence("needs_revision")
+        assert "agent" not in status_sentence(status, GRADED_KIND), status
+        assert status_sentence(status, "basic") == status_sentence(status)
+    assert "revising" in status_sentence("needs_revision", "deep")
+
+
+def test_status_sentences_have_one_home() -> None:
+    """Guards issue 30: the pages' `status_meaning` and the CLI's `describe_status` said
+    `wording.status_sentence`'s sentences a second and third time; now every front door
+    calls the one function."""
+    from rubric_core import ui
+    from rubric_core.cli import common
+    from rubric_core.wording import status_sentence
+
+    assert ui.status_sentence is status_sentence
+    assert not hasattr(ui, "status_meaning")
+    assert not hasattr(common, "describe_status")
 
 
 def test_cli_grade_says_what_each_result_means_without_an_agent(invoke, tmp_path: Path) -> None:
@@ -66,7 +77,7 @@ def test_cli_grade_says_what_each_result_means_without_an_agent(invoke, tmp_path
         "--grader", "replay:satisfied_first_try", "--tool", "text_stats",
     )  # fmt: skip
     assert out.exit_code == 0, out.output
-    assert f"needs_revision: {status_sentence('needs_revision', graded=True)}" in out.output
+    assert f"needs_revision: {status_sentence('needs_revision', GRADED_KIND)}" in out.output
     assert "agent" not in out.output
 
 

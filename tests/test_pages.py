@@ -884,8 +884,10 @@ def test_batch_page_grades_uploaded_outputs_and_keeps_their_labels(
     with Store(db_path) as store:
         runs = store.list_runs(batch_id=job.batch_id)
         assert {r["agent_kind"] for r in runs} == {"graded"}
-        stored = store.all_labels()
-    assert list(stored.values()) == [{"Exactly two sentences": False}]
+        passes = [e["id"] for r in runs for e in store.run_evaluations(r["id"])]
+        stored = store.labels_for(passes)
+    labels = [{c: label["human_passed"] for c, label in kept.items()} for kept in stored.values()]
+    assert labels == [{"Exactly two sentences": False}]
 
 
 def test_batch_page_graded_dataset_without_output_is_explained(app: AppTest) -> None:

@@ -12,9 +12,11 @@ from rubric_core.providers import (
     Provider,
     ReplayChatModel,
     grader_model,
+    parse_model_spec,
     provider_for,
     provider_of,
     resolve_model,
+    spec_kind,
 )
 from rubric_core.providers.anthropic import AnthropicProvider
 from rubric_core.providers.human import HumanProvider
@@ -22,6 +24,7 @@ from rubric_core.providers.langchain import LangChainProvider
 from rubric_core.providers.openai import CompatibleProvider, OpenAIProvider
 from rubric_core.providers.registry import payload_message, wants_cache_markers
 from rubric_core.providers.replay import ReplayProvider
+from rubric_core.providers.replay.fit import scenario_of
 
 
 @pytest.mark.parametrize(
@@ -125,3 +128,73 @@ def test_our_own_prefixes_match_only_as_written():
     for spec in ("Replay:haiku", "HUMAN:ana"):
         with pytest.raises(ModelSpecError, match="unknown model provider"):
             provider_for(spec)
+
+
+# ---------------------------------------------------------------- one spec parser
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "provider", "model", "options"),
+    [
+        (" replay:haiku?latency_s=1 ", "replay", "replay", "haiku", {"latency_s": "1"}),
+        ("openai-compatible:qwen2.5:7b", "compatible", "openai-compatible", "qwen2.5:7b", {}),
+        ("human:ana", "human", "human", "ana", {}),
+        ("Gemini:gemini-2.5-flash", "provider", "google_genai", "gemini-2.5-flash", {}),
+        ("ollama:qwen2.5:7b", "provider", "ollama", "qwen2.5:7b", {}),
+        ("None", "checks", "checks", "", {}),
+        ("gpt-4.1", "bare", "", "gpt-4.1", {}),
+    ],
+)
+def test_one_parser_reads_every_form_of_spec(text, kind, provider, model, options):
+    spec = parse_model_spec(text)
+    assert (spec.kind, spec.provider, spec.model, dict(spec.options)) == (
+        kind,
+        provider,
+        model,
+        options,
+    )
+    assert str(spec) == text.strip()
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "empty"),
+        ("openai:", "malformed"),
+        (":gpt-4o", "malformed"),
+        ("replay:?latency_s=1", "names no scenario"),
+        ("replay:haiku?latency_s", "key=value"),
+        ("replay:haiku?a=1&a=2", "given twice"),
+        ("human:", "names no reviewer"),
+        (42, "int 42"),
+    ],
+)
+def test_a_bad_spec_is_an_error_quoting_it(text, problem):
+    with pytest.raises(ModelSpecError, match=problem) as raised:
+        parse_model_spec(text)
+    if isinstance(text, str) and text:
+        assert repr(text) in str(raised.value)
+
+
+def test_the_grader_resolves_specs_through_the_runs_resolver(monkeypatch):
+    """Guards issue 30: the grader had its own entry point (`model_from_spec`, straight to
+    LangChain), so `RubricMiddleware(model="replay:haiku")` and
+    `openai-compatible:<model>` failed as graders while a run took them. Now a grader's
+    string goes through `parse_model_spec` and the registry like a run's."""
+    from langchain_openai import ChatOpenAI
+
+    monkeypatch.setenv("RUBRIC_STUDIO_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    built = grader_model("replay:haiku", timeout_s=5.0)
+    assert built.model_name == "replay:haiku"
+    compatible = grader_model("openai-compatible:m", timeout_s=5.0)
+    assert isinstance(compatible, ChatOpenAI) and compatible.max_retries == 0
+    with pytest.raises(ModelSpecError, match=r"panel\[1\]='checks' .* names no model"):
+        grader_model("checks", timeout_s=5.0, parameter="panel[1]")
+
+
+def test_the_spec_checks_of_pages_and_cli_use_the_parser():
+    """`ui.models` and the replay fit read specs through `spec_kind`, so a spec with
+    blanks or a checks-only grader is classified the same everywhere."""
+    assert scenario_of(" replay:haiku?latency_s=1") == "haiku"
+    assert scenario_of("openai:gpt-4.1") is None and scenario_of(None) is None
+    assert spec_kind("none") == "checks" and spec_kind(":x") is None

@@ -19,13 +19,13 @@ from rubric_core.batch import run_batch
 from rubric_core.cli import cli
 from rubric_core.errors import InputError
 from rubric_core.providers import resolve_model
+from rubric_core.providers.headers import MAX_WAIT_S, rate_headers
 from rubric_core.providers.ratelimit import (
     HEADROOM,
     Budget,
     RateBook,
     RateLimit,
     rate_limit_from_env,
-    retry_after_s,
     use_book,
 )
 from rubric_core.runs import RunSpec
@@ -126,9 +126,40 @@ def test_a_learning_budget_sends_one_request_and_waits_for_its_headers():
 
 
 def test_retry_after_reads_milliseconds_seconds_and_dates():
-    assert retry_after_s({"retry-after-ms": "250", "retry-after": "1"}) == 0.25
-    assert retry_after_s({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470) == 10
-    assert retry_after_s({"retry-after": "soon"}) is None
+    def wait(headers, now=None):
+        return rate_headers(headers, now=now).retry_after_s
+
+    assert wait({"retry-after-ms": "250", "retry-after": "1"}) == 0.25
+    assert wait({"Retry-After-Ms": "250"}) == 0.25  # any key case, as httpx gives them
+    assert wait({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470) == 10
+    assert wait({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412490) == 0
+    assert wait({"retry-after": "soon"}) is None
+    assert wait({"retry-after-ms": "soon", "retry-after": "3"}) == 3
+
+
+@pytest.mark.parametrize(
+    "bad", ["inf", "1e400", "-inf", "nan", "-5", "Fri, 31 Dec 9999 23:59:59 GMT"]
+)
+def test_absurd_rate_limit_headers_are_ignored_or_capped_never_raised(bad):
+    """Guards issue 30: a header is a server's text; `x-ratelimit-limit-requests: 1e400`
+    raised OverflowError out of the book (`int(float(...))`), failing the request, and an
+    endless `Retry-After` could hold an endpoint without bound. Now a value that is not a
+    finite, non-negative number is ignored and an endless wait is cut to MAX_WAIT_S."""
+    headers = {
+        "retry-after": bad,
+        "x-ratelimit-limit-requests": bad,
+        "x-ratelimit-remaining-requests": bad,
+        "x-ratelimit-reset-requests": bad,
+        "x-ratelimit-limit-tokens": bad,
+    }
+    said = rate_headers(headers, now=0.0)
+    assert said.retry_after_s is None or 0 <= said.retry_after_s <= MAX_WAIT_S
+    assert not said.limits and not said.remaining
+    budget = Budget(RateLimit(rpm=600, learn=True))
+    budget.observe(429, headers, now=0.0)
+    assert budget.rpm == 600  # no limit learned from it
+    assert 0 < budget.hold(now=0.0) <= 120
+    assert budget.reserve(0, now=0.0) <= 121
 
 
 def test_limits_are_checked_and_read_from_the_environment(monkeypatch):

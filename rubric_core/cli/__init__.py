@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from rubric_core.cli.backup import backup
-from rubric_core.cli.common import CONTEXT, BadInput, StoreFailure, describe_status
+from rubric_core.cli.common import CONTEXT, BadInput, StoreFailure
 from rubric_core.cli.data import export, rubrics, scenarios
 from rubric_core.cli.results import gate, report
 from rubric_core.cli.running import batch, format_summary, resume, run
@@ -20,7 +20,7 @@ from rubric_core.cli.settings import config_command
 from rubric_core.cli.workbench import agreement, grade, label, regrade
 from rubric_core.extras import MissingExtra
 
-__all__ = ["cli", "describe_status", "format_summary", "main"]
+__all__ = ["cli", "format_summary", "main"]
 
 
 class _Commands(click.Group):

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rubric_core.limits import cut_text, quoted
-from rubric_core.schema import GRADED_KIND
-from rubric_core.wording import status_sentence
 
 if TYPE_CHECKING:
     from rubric_core.store import Store
@@ -23,7 +21,6 @@ __all__ = [
     "EXIT_OK",
     "BadInput",
     "StoreFailure",
-    "describe_status",
     "iso_date",
     "load_scenario",
     "open_store",
@@ -67,17 +64,6 @@ class StoreFailure(click.ClickException):
     def show(self, file: Any = None) -> None:
         """Print `Error: <message>` to stderr."""
         click.echo(f"Error: {cut_text(self.format_message(), _MAX_ERROR_LINE)}", err=True)
-
-
-def describe_status(status: str, agent_kind: str | None = None) -> str:
-    """The one-sentence meaning of a run status (`wording.status_sentence`); a grade-only
-    run (`agent_kind="graded"`) gets the sentence that mentions no agent.
-
-    Examples:
-        >>> describe_status("satisfied")
-        'Every criterion of the rubric passed.'
-    """
-    return status_sentence(status, graded=agent_kind == GRADED_KIND)
 
 
 def open_store(db: str | Path | None) -> Store:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rubric_core.cli.common import BadInput, load_scenario, version_row
+from rubric_core.providers.spec import spec_kind
 from rubric_core.schema import (
     AGENT_KINDS,
     CHECKS_GRADER,
@@ -17,7 +18,6 @@ from rubric_core.schema import (
     KEEP_CHOICES,
     MAX_ITERATIONS_LIMIT,
     REPLAY_PREFIX,
-    is_checks_only_grader,
 )
 
 if TYPE_CHECKING:
@@ -333,7 +333,7 @@ def build_spec(store: Store, options: SpecOptions, input_text: str) -> RunSpec:
         agent_model = agent_model or default_agent
         grader_model = grader_model or default_grader
     if options.base_url and all(
-        m.startswith(REPLAY_PREFIX) or is_checks_only_grader(m) for m in (agent_model, grader_model)
+        spec_kind(m) in ("replay", "checks") for m in (agent_model, grader_model)
     ):
         raise BadInput(
             f"--base-url {options.base_url} would not be used: both models are replay models "

@@ -16,7 +16,6 @@ from rubric_core.cli.common import (
     EXIT_NOT_SATISFIED,
     EXIT_OK,
     BadInput,
-    describe_status,
     load_scenario,
     open_store,
     read_text,
@@ -34,7 +33,7 @@ from rubric_core.cli.options import (
 from rubric_core.extras import require
 from rubric_core.schema import MAX_CONCURRENCY
 from rubric_core.scoring import shown_score
-from rubric_core.wording import criterion_mark, is_penalty
+from rubric_core.wording import criterion_mark, is_penalty, status_sentence
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
@@ -149,7 +148,7 @@ def _watch(
     status = str(row["status"])
     if not quiet and row.get("final_output"):
         click.echo("\nFinal answer:\n" + row["final_output"].rstrip() + "\n")
-    click.echo(f"Status: {status} — {describe_status(status, row.get('agent_kind'))}")
+    click.echo(f"Status: {status} — {status_sentence(status, row.get('agent_kind'))}")
     if row.get("score") is not None:
         kept = row.get("best_iteration")
         click.echo(

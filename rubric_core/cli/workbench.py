@@ -117,12 +117,12 @@ def grade(
         )
     finally:
         store.close()
-    from rubric_core.cli.common import describe_status
     from rubric_core.schema import GRADED_KIND
+    from rubric_core.wording import status_sentence
 
     results = ", ".join(f"{n} {r}" for r, n in sorted(summary["by_result"].items()))
     meanings = "".join(
-        f"\n  {r}: {describe_status(r, GRADED_KIND)}" for r in sorted(summary["by_result"])
+        f"\n  {r}: {status_sentence(r, GRADED_KIND)}" for r in sorted(summary["by_result"])
     )
     _echo(
         summary,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import email.utils
 import random
-import time
 from dataclasses import dataclass
 
 from langgraph.errors import GraphBubbleUp, GraphRecursionError
+
+from rubric_core.providers.headers import rate_headers
 
 GRADER_RECURSION_LIMIT = 40
 """Graph steps one grader call may take (tool rounds and structured-output corrections)."""
@@ -50,26 +50,20 @@ def http_status(exc: BaseException) -> int | None:
     return None
 
 
-def _retry_after_seconds(exc: BaseException) -> float | None:
-    """The delay a `Retry-After` header asks for (seconds or an HTTP date), if any."""
+def retry_after_s(exc: BaseException) -> float | None:
+    """The wait the response behind `exc` asks for (`retry-after-ms`, `Retry-After` as
+    seconds or an HTTP date, read by `providers.headers.rate_headers`), if any.
+
+    Examples:
+        >>> class Throttled(Exception):
+        ...     status_code = 429
+        ...     headers = {"retry-after-ms": "1500"}
+        >>> retry_after_s(Throttled()), retry_after_s(ValueError())
+        (1.5, None)
+    """
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None) or getattr(exc, "headers", None)
-    if not headers:
-        return None
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-    except AttributeError:
-        return None
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        try:
-            when = email.utils.parsedate_to_datetime(str(value))
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
+    return rate_headers(headers).retry_after_s
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -137,9 +131,9 @@ class RetryPolicy:
 
     def delay(self, retry_index: int, exc: BaseException) -> float:
         """Seconds to wait before retry number `retry_index` (0-based)."""
-        hinted = _retry_after_seconds(exc)
+        hinted = retry_after_s(exc)
         if hinted is not None:
-            return min(max(hinted, 0.0), self.max_delay_s)
+            return min(hinted, self.max_delay_s)
         base = min(self.initial_delay_s * 2.0**retry_index, self.max_delay_s)
         return base * (1 + random.uniform(0, self.jitter))
 

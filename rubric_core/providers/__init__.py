@@ -8,7 +8,11 @@
 - `openai` (OpenAI and OpenAI-compatible endpoints), `anthropic`, `human`, `replay/`
   (models that replay scripted turns, not language models, and the bundled scenarios),
   `langchain` (every other provider `init_chat_model` knows).
+- `spec`: `parse_model_spec`, the one parser of model specs (`ModelSpec`, `spec_kind`);
+  the registry resolves what it parses.
 - `errors`: `ModelSpecError`, `ReplayExhaustedError`, `ScriptedGraderError`.
+- `headers`: `rate_headers`, the one reader of `Retry-After`, `retry-after-ms` and
+  `x-ratelimit-*` (the batch's rate book and the grader's retry both ask it).
 """
 
 from __future__ import annotations
@@ -38,11 +42,13 @@ from rubric_core.providers.replay import (
     tool_call_turn,
     verdict_turn,
 )
+from rubric_core.providers.spec import ModelSpec, parse_model_spec, spec_kind
 
 __all__ = [
     "DEFAULT_REPLAY_SCENARIO",
     "PROVIDERS",
     "BuildOptions",
+    "ModelSpec",
     "ModelSpecError",
     "Provider",
     "ReplayChatModel",
@@ -58,11 +64,13 @@ __all__ = [
     "last_fenced_block",
     "list_scenarios",
     "load_scenario",
+    "parse_model_spec",
     "provider_for",
     "provider_of",
     "replay_grader_problem",
     "resolve_model",
     "scenario_turns",
+    "spec_kind",
     "tool_call_turn",
     "verdict_turn",
 ]

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
     from langchain_core.language_models import BaseChatModel
 
+    from rubric_core.providers.spec import ModelSpec
+
 Role = Literal["agent", "grader"]
 """Which side a model plays: a replay model's side of its scenario, and whether the
 client may retry by itself (a grader's may not: the middleware retries it)."""
@@ -61,14 +63,14 @@ class Provider:
     cache_markers: bool = False
     """Whether it caches only up to explicit breakpoints (Anthropic's `cache_control`)."""
 
-    def build(self, spec: str, model_id: str, options: BuildOptions) -> BaseChatModel:
-        """The chat model for `model_id` (touching no network)."""
-        msg = f"model spec {spec!r}: provider {self.name!r} builds no model"
+    def build(self, spec: ModelSpec, options: BuildOptions) -> BaseChatModel:
+        """The chat model `spec` names (touching no network)."""
+        msg = f"model spec {spec.text!r}: provider {self.name!r} builds no model"
         raise ModelSpecError(msg)
 
-    def describe(self, spec: str) -> str:
+    def describe(self, spec: ModelSpec) -> str:
         """A one-line, human description of a spec of this provider."""
-        return f"Model {spec!r} through its provider's API."
+        return f"Model {spec.text!r} through its provider's API."
 
     def owns(self, model: object) -> bool:
         """Whether `model` is one of this provider's models."""

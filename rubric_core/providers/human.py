@@ -11,15 +11,17 @@ from rubric_core.schema import HUMAN_GRADER_PREFIX
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from rubric_core.providers.spec import ModelSpec
+
 
 class HumanProvider(Provider):
     """`human:<reviewer>`, the `grader_model` of a person's verdict: it builds no model."""
 
     name = HUMAN_GRADER_PREFIX.removesuffix(":")
 
-    def build(self, spec: str, model_id: str, options: BuildOptions) -> BaseChatModel:
+    def build(self, spec: ModelSpec, options: BuildOptions) -> BaseChatModel:
         msg = (
-            f"model spec {spec!r} names a person ({model_id!r}), whose verdicts are "
+            f"model spec {spec.text!r} names a person ({spec.model!r}), whose verdicts are "
             "recorded, not a model that can be called"
         )
         raise ModelSpecError(msg)

@@ -6,8 +6,9 @@ the verdict schema's dialect: LangChain's Google converters drop `prefixItems`, 
 them the entries are repeated as an `anyOf` under `items` (the count, the names and the
 gaps still hold; the order is not forced).
 
-LangChain offers no public list of the providers `init_chat_model` knows: the table is
-read from `langchain.chat_models.base._BUILTIN_PROVIDERS`, here and nowhere else.
+LangChain offers no public list of the providers `init_chat_model` knows, nor its rule for
+a bare model name's provider: both are read from `langchain.chat_models.base`
+(`_BUILTIN_PROVIDERS`, `_attempt_infer_model_provider`), here and nowhere else.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from rubric_core.extras import MissingExtra
 from rubric_core.providers.base import BuildOptions, Provider
 from rubric_core.providers.errors import ModelSpecError
 from rubric_core.providers.http import deadline_http_client
-from rubric_core.providers.ratelimit_http import with_rate_limit
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+
+    from rubric_core.providers.spec import ModelSpec
 
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
@@ -91,13 +93,13 @@ class LangChainProvider(Provider):
         (`http_client`: the one chosen so far, if any)."""
         return {}
 
-    def build(self, spec: str, model_id: str, options: BuildOptions) -> BaseChatModel:
+    def build(self, spec: ModelSpec, options: BuildOptions) -> BaseChatModel:
         from langchain.chat_models import init_chat_model
 
         if not options.api_key and self.key_vars and not env_key(self.key_vars):
             variables = " or ".join(self.key_vars)
             msg = (
-                f"model {spec!r} needs an API key: set {variables} in the environment "
+                f"model {spec.text!r} needs an API key: set {variables} in the environment "
                 "(or pick a replay:<scenario> model to run offline)"
             )
             raise ModelSpecError(msg)
@@ -111,7 +113,7 @@ class LangChainProvider(Provider):
         kwargs.update(self.client_kwargs(kwargs.get("http_client")))
         try:
             chat_model: BaseChatModel = init_chat_model(
-                model_id, model_provider=self.name, **kwargs
+                spec.model, model_provider=self.name, **kwargs
             )
             return chat_model
         except ImportError as exc:
@@ -121,46 +123,19 @@ class LangChainProvider(Provider):
                 msg = str(MissingExtra(package, self.name))
             raise ModelSpecError(msg) from exc
         except Exception as exc:
-            msg = f"could not create model {spec!r}: {type(exc).__name__}: {exc}"
+            msg = f"could not create model {spec.text!r}: {type(exc).__name__}: {exc}"
             raise ModelSpecError(msg) from exc
 
 
-_OUR_PREFIXES = frozenset({"replay", "openai-compatible"})
-"""Spec prefixes `resolve_model` knows and `init_chat_model` does not."""
+def inferred_provider(model_name: str) -> str | None:
+    """The provider `init_chat_model` infers for a bare model name (`claude-*` is
+    `anthropic`, `gpt-*` `openai`), or `None`. LangChain's rule is private
+    (`_attempt_infer_model_provider`): read here and nowhere else.
 
-
-def model_from_spec(spec: str, *, timeout_s: float, parameter: str = "model") -> BaseChatModel:
-    """A LangChain `"provider:model-id"` string (what `init_chat_model` takes, a bare model
-    name too) as a chat model with a timeout and no client retries: a grader's model.
-
-    Touches no network, but checks what can be checked: the provider, the model id,
-    the provider's package and its credentials.
-
-    Raises:
-        ValueError: Naming `parameter` and what is wrong with the spec.
+    Examples:
+        >>> inferred_provider("claude-haiku-4-5"), inferred_provider("my-own-model")
+        ('anthropic', None)
     """
-    from langchain.chat_models import init_chat_model
+    from langchain.chat_models import base as chat_base
 
-    text = spec.strip()
-    provider, sep, model_id = text.partition(":")
-    if sep and (not provider.strip() or not model_id.strip()):
-        msg = (
-            f"{parameter}={spec!r} is malformed: write provider:model-id, "
-            "e.g. openai:gpt-4.1-mini or anthropic:claude-haiku-4-5"
-        )
-        raise ValueError(msg)
-    try:
-        extra = {}
-        if provider.strip() == "openai":  # paced by a rate-limited batch's book, if any
-            extra = {"http_client": with_rate_limit(deadline_http_client())}
-        model: BaseChatModel = init_chat_model(text, timeout=timeout_s, max_retries=0, **extra)
-    except Exception as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        msg = f"{parameter}={spec!r} cannot be used as a grader model: {detail.rstrip('.')}"
-        if provider.strip() in _OUR_PREFIXES:
-            msg += (
-                f"; {provider.strip()}: specs are Rubric Studio's, not LangChain's: pass "
-                f"rubric_core.providers.resolve_model({spec!r}, role='grader') instead"
-            )
-        raise ValueError(msg) from exc
-    return model
+    return chat_base._attempt_infer_model_provider(model_name)

@@ -27,7 +27,7 @@ from rubric_core.schema import BASE_URL_ENV
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-COMPATIBLE_PREFIX = "openai-compatible:"
+    from rubric_core.providers.spec import ModelSpec
 
 
 def _openai_base() -> type[Any] | None:
@@ -141,15 +141,15 @@ class CompatibleProvider(Provider):
 
     name = "openai-compatible"
 
-    def build(self, spec: str, model_id: str, options: BuildOptions) -> BaseChatModel:
+    def build(self, spec: ModelSpec, options: BuildOptions) -> BaseChatModel:
         base_url = options.base_url or config.text(BASE_URL_ENV) or None
         if not base_url:
             msg = (
-                f"model {spec!r} needs a base URL: pass base_url (e.g. "
+                f"model {spec.text!r} needs a base URL: pass base_url (e.g. "
                 f"http://127.0.0.1:8080/v1) or set {BASE_URL_ENV}"
             )
             raise ModelSpecError(msg)
-        return self.on_endpoint(model_id, base_url, options)
+        return self.on_endpoint(spec.model, base_url, options)
 
     def on_endpoint(self, model_id: str, base_url: str, options: BuildOptions) -> BaseChatModel:
         """`model_id` on the endpoint `base_url` (what any spec becomes with a base URL)."""
@@ -161,5 +161,5 @@ class CompatibleProvider(Provider):
             role=options.role,
         )
 
-    def describe(self, spec: str) -> str:
-        return f"Model {spec.removeprefix(COMPATIBLE_PREFIX)!r} on an OpenAI-compatible endpoint."
+    def describe(self, spec: ModelSpec) -> str:
+        return f"Model {spec.model!r} on an OpenAI-compatible endpoint."

@@ -16,7 +16,8 @@ refuse. Tokens are booked from an estimate and corrected by the response's `usag
 Learned: `x-ratelimit-limit-requests` / `-tokens` (per minute, OpenAI's convention) lower
 the configured limits (or set them, with `learn` and none configured); a `remaining` of 0
 holds the endpoint until its `x-ratelimit-reset-*`; a 429 holds it for its `Retry-After`
-(`retry-after-ms`, seconds or an HTTP date), every caller included.
+(`retry-after-ms`, seconds or an HTTP date), every caller included. The headers are read
+by `providers.headers.rate_headers`, the one reader the grader's retry uses too.
 
 Why not a library: `limits` and `pyrate-limiter` keep fixed rates given at construction,
 count a cost when the request is made (ours is known only from the response) and share
@@ -31,8 +32,6 @@ which book a request asks is this module's context variable (`use_book`).
 from __future__ import annotations
 
 import contextlib
-import email.utils
-import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -42,6 +41,7 @@ from typing import Any, Protocol
 
 from rubric_core import config
 from rubric_core.errors import InputError
+from rubric_core.providers.headers import KINDS, rate_headers
 
 __all__ = [
     "Budget",
@@ -49,9 +49,7 @@ __all__ = [
     "RateLimit",
     "current_book",
     "endpoint_of",
-    "parse_duration",
     "rate_limit_from_env",
-    "retry_after_s",
     "use_book",
 ]
 
@@ -155,61 +153,6 @@ def rate_limit_from_env(
     )
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-
-
-def parse_duration(text: str) -> float | None:
-    """Seconds in a reset header (`6m0s`, `1.5s`, `20ms`, `2`), `None` if it is none.
-
-    Examples:
-        >>> parse_duration("6m0s"), parse_duration("20ms"), parse_duration("2"), parse_duration("x")
-        (360.0, 0.02, 2.0, None)
-    """
-    text = text.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    return sum(float(number) * scale[unit] for number, unit in parts)
-
-
-def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """The wait a response asks for: `retry-after-ms`, then `retry-after` (seconds or an
-    HTTP date); `None` when it asks none. `headers` keys are lower case.
-
-    Examples:
-        >>> retry_after_s({"retry-after": "2"}), retry_after_s({"retry-after-ms": "150"})
-        (2.0, 0.15)
-    """
-    millis = headers.get("retry-after-ms")
-    if millis:
-        with contextlib.suppress(ValueError):
-            return max(0.0, float(millis) / 1000)
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    with contextlib.suppress(ValueError):
-        return max(0.0, float(value))
-    with contextlib.suppress(TypeError, ValueError):
-        when = email.utils.parsedate_to_datetime(value).timestamp()
-        return max(0.0, when - (time.time() if now is None else now))
-    return None
-
-
-def _header_int(headers: Mapping[str, str], name: str) -> int | None:
-    value = headers.get(name)
-    if value is None:
-        return None
-    try:
-        return int(float(value))
-    except ValueError:
-        return None
-
-
 class Budget:
     """One endpoint's budget: GCRA over requests and tokens, holds, and what it learned.
 
@@ -277,11 +220,12 @@ class Budget:
     def observe(self, status: int, headers: Mapping[str, str], *, now: float) -> None:
         """Learn from a response: its limits, an exhausted budget, a 429's `Retry-After`."""
         self.observed = True
-        self._learn_limits(headers)
-        for kind in ("requests", "tokens"):
-            if _header_int(headers, f"x-ratelimit-remaining-{kind}") == 0:
-                reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}", ""))
-                limit = _header_int(headers, f"x-ratelimit-limit-{kind}")
+        said = rate_headers(headers, now=time.time())
+        self._learn_limits(said.limits)
+        for kind in KINDS:
+            if said.remaining.get(kind) == 0:
+                reset = said.resets_s.get(kind)
+                limit = said.limits.get(kind)
                 if reset and kind == "requests" and limit:
                     # The reset is until the budget is full again; one request frees sooner.
                     reset = min(reset, 60 / limit)
@@ -290,16 +234,16 @@ class Budget:
                     self._push(now + min(reset, _MAX_HOLD_S))
         if status == 429:
             self.throttled += 1
-            wait = retry_after_s(headers, now=time.time())
+            wait = said.retry_after_s
             if wait is None:
-                wait = parse_duration(headers.get("x-ratelimit-reset-requests", "")) or None
+                wait = said.resets_s.get("requests") or None
             self._hold(now + min(_DEFAULT_HOLD_S if wait is None else wait, _MAX_HOLD_S))
 
-    def _learn_limits(self, headers: Mapping[str, str]) -> None:
+    def _learn_limits(self, limits: Mapping[str, int]) -> None:
         """A limit the headers state lowers a configured one; with `learn` it sets one."""
         for kind, configured in (("requests", self.limit.rpm), ("tokens", self.limit.tpm)):
-            told = _header_int(headers, f"x-ratelimit-limit-{kind}")
-            if told is None or told <= 0:
+            told = limits.get(kind)
+            if told is None:
                 continue
             if configured is None and not self.limit.learn:
                 continue

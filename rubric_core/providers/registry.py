@@ -2,8 +2,10 @@
 
 `PROVIDERS` maps each spec prefix to its `Provider`: `replay`, `openai-compatible`,
 `human`, `openai`, `anthropic`, and every other provider `init_chat_model` knows.
-`resolve_model` (the runners') and `grader_model` (the grader's) both go through it, and
-so do the grader's questions about a model: `takes_call_timeout`, `wants_cache_markers`,
+Every spec is read by `providers.spec.parse_model_spec` and resolved here, once:
+`resolve_model` (the runners') and `grader_model` (the grader's, a bare model name's
+provider inferred as LangChain infers it) both build through `_build`, and so do the
+grader's questions about a model: `takes_call_timeout`, `wants_cache_markers`,
 `provider_of(model).verdict_schema` and `.payload_message`.
 
 `resolve_model` touches no network: it checks the spec, the provider and its API key,
@@ -26,11 +28,12 @@ from rubric_core.providers.langchain import (
     LangChainProvider,
     builtin_packages,
     env_key,
-    model_from_spec,
+    inferred_provider,
 )
-from rubric_core.providers.openai import COMPATIBLE_PREFIX, CompatibleProvider, OpenAIProvider
+from rubric_core.providers.openai import CompatibleProvider, OpenAIProvider
 from rubric_core.providers.replay.provider import ReplayProvider
 from rubric_core.providers.replay.scenarios import DEFAULT_REPLAY_SCENARIO
+from rubric_core.providers.spec import ModelSpec, parse_model_spec
 from rubric_core.schema import REPLAY_PREFIX
 
 if TYPE_CHECKING:
@@ -38,15 +41,6 @@ if TYPE_CHECKING:
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import HumanMessage
-
-ALIASES: dict[str, str] = {
-    "google": "google_genai",
-    "gemini": "google_genai",
-    "azure": "azure_openai",
-    "mistral": "mistralai",
-    "vertexai": "google_vertexai",
-}
-"""Friendly provider names people type, mapped to the registry's (`init_chat_model`'s) keys."""
 
 _DEFAULT_PROVIDER_MODELS: tuple[tuple[str, str], ...] = (
     ("openai", "openai:gpt-4.1-mini"),
@@ -104,30 +98,41 @@ _REPLAY = ReplayProvider.name
 _COMPATIBLE = CompatibleProvider.name
 
 
-def provider_for(spec: str) -> Provider:
-    """The provider of `provider:model-id` (aliases such as `google:` understood).
+def provider_for(spec: str | ModelSpec, *, infer: bool = False) -> Provider:
+    """The provider of a spec (`provider:model-id`, aliases such as `google:` understood);
+    with `infer`, a bare model name's provider as `init_chat_model` infers it (`claude-*`).
 
     Raises:
-        ModelSpecError: If the prefix names no provider; the message names it and lists
-            the known ones.
+        ModelSpecError: The spec is malformed, names no model (`checks`), has no provider,
+            or its prefix names none; the message names it and lists the known ones.
 
     Examples:
         >>> provider_for("replay:haiku").name, provider_for("gemini:gemini-2.5-flash").name
         ('replay', 'google_genai')
+        >>> provider_for("claude-haiku-4-5", infer=True).name
+        'anthropic'
     """
-    prefix_text = spec.strip().partition(":")[0].strip()
-    own = _REGISTRY.own(prefix_text)
+    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
+    if parsed.kind == "checks":
+        msg = f"model spec {parsed.text!r} names no model: the rubric's code checks grade alone"
+        raise ModelSpecError(msg)
+    own = _REGISTRY.own(parsed.provider)
     if own is not None:
         return own
-    # LangChain's names are matched as init_chat_model would (any case, `-` for `_`);
-    # Rubric Studio's own prefixes only as written.
-    prefix = prefix_text.lower().replace("-", "_")
-    provider = PROVIDERS.get(ALIASES.get(prefix, prefix))
+    name = parsed.provider or (inferred_provider(parsed.model) if infer else None)
+    if not name:
+        msg = (
+            f"model spec {parsed.text!r} is malformed: it has no provider; write "
+            f"provider:model-id (e.g. openai:{parsed.text}), replay:<scenario>, or give a base URL"
+        )
+        raise ModelSpecError(msg)
+    provider = PROVIDERS.get(name)
     if isinstance(provider, LangChainProvider):
         return provider
     known = sorted(name for name in PROVIDERS if name not in (_REPLAY, _COMPATIBLE, "human"))
+    prefix = parsed.text.partition(":")[0].strip()
     msg = (
-        f"unknown model provider {prefix_text!r} in {spec!r}; known providers: "
+        f"unknown model provider {prefix!r} in {parsed.text!r}; known providers: "
         f"{', '.join(known)} (or replay:<scenario>, or openai-compatible:<model> with a base URL)"
     )
     raise ModelSpecError(msg)
@@ -185,18 +190,34 @@ def default_models() -> tuple[str, str]:
 
 
 def describe_model(spec: str) -> str:
-    """A one-line, human description of a model spec, for the dashboard.
+    """A one-line, human description of a model spec, for the dashboard (what is wrong
+    with it, when it is malformed).
 
     Examples:
         >>> describe_model("openai:gpt-4.1")
         "Model 'openai:gpt-4.1' through its provider's API."
     """
-    text = spec.strip()
-    return (_REGISTRY.own(text.partition(":")[0]) or _GENERIC).describe(text)
+    try:
+        parsed = parse_model_spec(spec)
+    except ModelSpecError as exc:
+        return str(exc)
+    return (_REGISTRY.own(parsed.provider) or _GENERIC).describe(parsed)
+
+
+def _build(spec: ModelSpec, options: BuildOptions, *, infer: bool) -> BaseChatModel:
+    """The one resolver: a parsed spec to a chat model, by its provider (see `resolve_model`)."""
+    if spec.kind == "replay":
+        return _REPLAY_PROVIDER.build(spec, options)
+    if spec.kind == "compatible":
+        return _COMPATIBLE_PROVIDER.build(spec, options)
+    if options.base_url and spec.kind in ("provider", "bare"):
+        name = spec.model if spec.provider == "openai" else spec.text
+        return _COMPATIBLE_PROVIDER.on_endpoint(name, options.base_url, options)
+    return provider_for(spec, infer=infer).build(spec, options)
 
 
 def resolve_model(
-    spec: str,
+    spec: str | ModelSpec,
     *,
     role: Role = "agent",
     base_url: str | None = None,
@@ -208,7 +229,8 @@ def resolve_model(
     Args:
         spec: `replay:<scenario>` (offline scripted turns; `?latency_s=0.2` adds a fixed
             delay per call), `openai-compatible:<model>` (needs `base_url` or
-            `RUBRIC_STUDIO_LLM_BASE_URL`), or `provider:model-id` for `init_chat_model`.
+            `RUBRIC_STUDIO_LLM_BASE_URL`), or `provider:model-id` for `init_chat_model`
+            (read by `providers.spec.parse_model_spec`).
             With `base_url`, any other spec is the model name on that endpoint (an
             `openai:` prefix is dropped; Ollama names such as `qwen2.5:7b` stay whole).
         role: `agent` or `grader`: which side of a replay scenario to play; graders
@@ -228,38 +250,14 @@ def resolve_model(
     if role not in ("agent", "grader"):
         msg = f"role must be 'agent' or 'grader', got {role!r}"
         raise ModelSpecError(msg)
-    if not isinstance(spec, str) or not spec.strip():
-        msg = "model spec is empty: write provider:model-id, openai-compatible:<model> or replay:<scenario>"
-        raise ModelSpecError(msg)
     if not (isinstance(timeout_s, int | float) and 0 < timeout_s <= 3600):
         msg = f"timeout_s must be between 0 and 3600 seconds, got {timeout_s!r}"
         raise ModelSpecError(msg)
-    text = spec.strip()
+    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
     options = BuildOptions(
         role=role, base_url=(base_url or "").strip() or None, api_key=api_key, timeout_s=timeout_s
     )
-    if text.startswith(REPLAY_PREFIX):
-        return _REPLAY_PROVIDER.build(text, text.removeprefix(REPLAY_PREFIX), options)
-    if text.startswith(COMPATIBLE_PREFIX):
-        return _COMPATIBLE_PROVIDER.build(spec, text.removeprefix(COMPATIBLE_PREFIX), options)
-    if options.base_url:
-        return _COMPATIBLE_PROVIDER.on_endpoint(
-            text.removeprefix("openai:"), options.base_url, options
-        )
-    if ":" not in text:
-        msg = (
-            f"model spec {spec!r} is malformed: it has no provider; write provider:model-id "
-            f"(e.g. openai:{text}), replay:<scenario>, or give a base URL"
-        )
-        raise ModelSpecError(msg)
-    prefix, _, model_id = text.partition(":")
-    if not prefix.strip() or not model_id.strip():
-        msg = (
-            f"model spec {spec!r} is malformed: write provider:model-id, "
-            "e.g. openai:gpt-4.1-mini or anthropic:claude-haiku-4-5"
-        )
-        raise ModelSpecError(msg)
-    return provider_for(text).build(text, model_id.strip(), options)
+    return _build(parsed, options, infer=False)
 
 
 def grader_model(
@@ -270,19 +268,28 @@ def grader_model(
     `RubricMiddleware` retries transient grader failures itself and counts each try in
     `grader_attempts`; a client that also retried would multiply the requests sent behind
     that count (ChatOpenAI's default: 2 more per call) and, with no timeout (ChatOpenAI's
-    default), could wait forever on an endpoint that never answers. So a string (a
-    LangChain spec, see `langchain.model_from_spec`) is built with `timeout` and
-    `max_retries=0`, and a model object goes through its provider's `grader_client`
+    default), could wait forever on an endpoint that never answers. So a string is built
+    with `timeout` and `max_retries=0`, and a model object goes through its provider's `grader_client`
     (OpenAI's and Anthropic's: retries off and, when it has none, the timeout; the
     caller's object is left as it is). Other model objects keep their own client settings
     (give them a timeout and `max_retries=0`); the pass's time budget still bounds them
     between calls, and cancels their async calls.
 
+    A string goes through the same parser and resolver as a run's models
+    (`resolve_model` with `role="grader"`), so `replay:<scenario>` and
+    `openai-compatible:<model>` work here too, and a bare name (`gpt-4.1`) gets the
+    provider `init_chat_model` infers.
+
     Raises:
-        ValueError: `model` is a string that names no usable model, naming `parameter`.
+        ModelSpecError: `model` is a string that names no usable model, naming `parameter`.
     """
     if isinstance(model, str):
-        return model_from_spec(model, timeout_s=timeout_s, parameter=parameter)
+        try:
+            parsed = parse_model_spec(model)
+            return _build(parsed, BuildOptions(role="grader", timeout_s=timeout_s), infer=True)
+        except ModelSpecError as exc:
+            msg = f"{parameter}={model!r} cannot be used as a grader model: {exc}"
+            raise ModelSpecError(msg) from exc
     return provider_of(model).grader_client(model, timeout_s=timeout_s)
 
 
@@ -305,11 +312,10 @@ def wants_cache_markers(model: object) -> bool:
         (True, False)
     """
     if isinstance(model, str):
-        prefix, _, name = model.partition(":")
-        if not name and prefix.startswith("claude"):  # init_chat_model infers anthropic
-            prefix = "anthropic"
-        own = _REGISTRY.own(prefix)
-        return own is not None and own.cache_markers
+        try:  # a bare `claude-*` is Anthropic's, as init_chat_model infers
+            return provider_for(model, infer=True).cache_markers
+        except ModelSpecError:
+            return False
     return provider_of(model).cache_markers
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +11,7 @@ from rubric_core.store.errors import StoreError
 from rubric_core.store.paths import default_db_target, is_postgres_url, redact_url
 from rubric_core.store.queries.export import ExportQueries
 from rubric_core.store.queries.labels import LabelQueries
-from rubric_core.store.sqlbase import SnapshotStream, SQLBackend
+from rubric_core.store.sqlbase import SQLBackend
 from rubric_core.store.sqlite import SQLiteBackend
 from rubric_core.store.validation import require_int
 
@@ -36,7 +35,7 @@ class Store(LabelQueries, ExportQueries):
       returns. Many processes and hosts may share the database.
 
     Each query checks its arguments, then runs its SQL through the backend; this class
-    adds opening, closing, backups and the raw reads (`stream_rows`, `read_snapshot`).
+    adds opening, closing, backups and the raw reads (`stream_rows`).
 
     Safe to share across threads.
 
@@ -104,11 +103,6 @@ class Store(LabelQueries, ExportQueries):
         self._new_run_rubrics: dict[int, str] = {}
 
     @property
-    def backend_name(self) -> str:
-        """`sqlite` or `postgres`."""
-        return self._backend.dialect.name
-
-    @property
     def is_postgres(self) -> bool:
         """Whether the store is a PostgreSQL database (else a SQLite file)."""
         return self._path is None
@@ -142,16 +136,6 @@ class Store(LabelQueries, ExportQueries):
     def close(self) -> None:
         """Finish pending writes and close every connection. Idempotent."""
         self._backend.close()
-
-    @property
-    def read_only_reason(self) -> str | None:
-        """Why this store refuses every write, or None when it writes.
-
-        A database that a newer Rubric Studio migrated (a schema step this version does
-        not know) is opened read-only: reads work, writes raise a `StoreError` of kind
-        `version` with this message, which names both schemas.
-        """
-        return self._backend.refusal
 
     def backup(self, dest: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Copy the store, as committed now, to the single SQLite file `dest`; returns its path.
@@ -199,13 +183,3 @@ class Store(LabelQueries, ExportQueries):
         connection. `sql` is portable SQL with `?` placeholders.
         """
         return self._backend.stream(sql, params, max(1, int(size)))
-
-    def read_snapshot(self) -> AbstractContextManager[SnapshotStream]:
-        """One read-only transaction for several long reads that must agree with each other.
-
-        The context gives `stream(sql, params, size)`, a generator of `size`-row batches
-        (tuples) like `stream_rows`; every stream opened inside it reads the same snapshot,
-        several at once if need be (SQLite: one connection in `BEGIN`; PostgreSQL: named
-        cursors in one `REPEATABLE READ` transaction). Leaving the context releases it.
-        """
-        return self._backend.snapshot()

@@ -137,7 +137,7 @@ from rubric_core.ui.status import (
     status_badge,
     status_icon,
     status_level,
-    status_meaning,
+    status_sentence,
     status_words,
 )
 
@@ -235,7 +235,7 @@ __all__ = [
     "status_badge",
     "status_icon",
     "status_level",
-    "status_meaning",
+    "status_sentence",
     "status_words",
     "step",
     "store_error_message",

@@ -16,13 +16,13 @@ from rubric_core.providers import (
     load_scenario,
 )
 from rubric_core.providers.replay.fit import replay_grader_mismatch
+from rubric_core.providers.spec import spec_kind
 from rubric_core.rubric import parse_rubric
 from rubric_core.schema import (
     BASE_URL_ENV,
     CHECKS_GRADER,
     MODEL_ENV,
     REPLAY_PREFIX,
-    is_checks_only_grader,
 )
 
 __all__ = [
@@ -196,8 +196,7 @@ def model_choice(
         return replay_spec(scenario.strip(), latency_s), None
     if source == "provider":
         spec = provider_string.strip()
-        provider, sep, model_id = spec.partition(":")
-        if not sep or not provider.strip() or not model_id.strip():
+        if spec_kind(spec) in (None, "bare"):
             msg = (
                 f"model {spec!r} is not of the form provider:model-id "
                 "(for example openai:gpt-4.1-mini or anthropic:claude-haiku-4-5)"
@@ -248,7 +247,7 @@ def combine_models(
             ("agent", agent_spec, agent_url),
             ("grader", grader_spec, grader_url),
         ):
-            if not url and not spec.startswith(REPLAY_PREFIX) and not is_checks_only_grader(spec):
+            if not url and spec_kind(spec) not in ("replay", "checks"):
                 msg = (
                     f"the {role} uses {spec!r} while the other model uses the server at "
                     f"{base_url}; a run sends both non-replay models to that server, so pick "

@@ -1,11 +1,11 @@
-"""Run and pass statuses as a person sees them: a badge, one sentence, an alert level."""
+"""Run and pass statuses as a person sees them: a badge, an icon, an alert level; the one
+sentence of each is `wording.status_sentence`, re-exported here for the pages."""
 
 from __future__ import annotations
 
-from rubric_core.schema import GRADED_KIND
 from rubric_core.wording import status_sentence
 
-__all__ = ["status_badge", "status_icon", "status_level", "status_meaning", "status_words"]
+__all__ = ["status_badge", "status_icon", "status_level", "status_sentence", "status_words"]
 
 _STATUS_ICONS: dict[str, str] = {
     "running": "⏳",
@@ -63,20 +63,6 @@ def status_badge(status: str | None) -> str:
         '🔁 max iterations reached'
     """
     return f"{_STATUS_ICONS.get(status or 'unknown', '•')} {status_words(status)}"
-
-
-def status_meaning(status: str | None, agent_kind: str | None = None) -> str:
-    """What a status means for the person reading it (one sentence, `wording.status_sentence`).
-
-    A grade-only run (`agent_kind="graded"`) gets the sentence that mentions no agent.
-
-    Examples:
-        >>> status_meaning("bogus")
-        "Unknown status 'bogus'."
-        >>> "agent" in status_meaning("needs_revision", "graded")
-        False
-    """
-    return status_sentence(status, graded=agent_kind == GRADED_KIND)
 
 
 def status_level(status: str | None) -> str:

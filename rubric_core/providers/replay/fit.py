@@ -14,9 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rubric_core.providers.errors import ModelSpecError
 from rubric_core.providers.replay.scenarios import list_scenarios
+from rubric_core.providers.spec import parse_model_spec
 from rubric_core.rubric import parse_rubric
-from rubric_core.schema import REPLAY_PREFIX
 
 __all__ = ["ReplayMismatch", "replay_grader_mismatch", "replay_grader_problem", "scenario_of"]
 
@@ -40,9 +41,11 @@ def scenario_of(model_spec: object) -> str | None:
         >>> scenario_of("replay:haiku?latency_s=1"), scenario_of("openai:gpt-4.1")
         ('haiku', None)
     """
-    if not isinstance(model_spec, str) or not model_spec.startswith(REPLAY_PREFIX):
+    try:
+        spec = parse_model_spec(model_spec)
+    except ModelSpecError:
         return None
-    return model_spec.removeprefix(REPLAY_PREFIX).split("?", 1)[0].strip() or None
+    return spec.model if spec.kind == "replay" else None
 
 
 def _criteria_of(scenario: Mapping[str, Any]) -> list[str]:

@@ -6,11 +6,16 @@ models. They take no client settings, so a grader's replay model is used as it i
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rubric_core.providers.base import BuildOptions, Provider
 from rubric_core.providers.errors import ModelSpecError
 from rubric_core.providers.replay.models import ReplayChatModel, ScenarioReplayChatModel
 from rubric_core.providers.replay.scenarios import load_scenario, scenario_turns
 from rubric_core.schema import REPLAY_PREFIX
+
+if TYPE_CHECKING:
+    from rubric_core.providers.spec import ModelSpec
 
 
 class ReplayProvider(Provider):
@@ -18,26 +23,19 @@ class ReplayProvider(Provider):
 
     name = REPLAY_PREFIX.removesuffix(":")
 
-    def build(self, spec: str, model_id: str, options: BuildOptions) -> ScenarioReplayChatModel:
-        name, _, query = model_id.strip().partition("?")
-        latency_s = 0.0
-        if query:
-            key, _, value = query.partition("=")
+    def build(self, spec: ModelSpec, options: BuildOptions) -> ScenarioReplayChatModel:
+        name, latency_s = spec.model, 0.0
+        for key, value in spec.options.items():
             if key != "latency_s":
-                msg = f"replay spec {spec!r}: the only option is ?latency_s=<seconds>, got {key!r}"
+                msg = f"replay spec {spec.text!r}: the only option is ?latency_s=<seconds>, got {key!r}"
                 raise ModelSpecError(msg)
             try:
                 latency_s = float(value)
             except ValueError:
                 latency_s = -1.0
             if not 0 <= latency_s <= 60:
-                msg = (
-                    f"replay spec {spec!r}: latency_s must be a number from 0 to 60, got {value!r}"
-                )
+                msg = f"replay spec {spec.text!r}: latency_s must be a number from 0 to 60, got {value!r}"
                 raise ModelSpecError(msg)
-        if not name:
-            msg = f"replay spec {spec!r} names no scenario; use replay:<scenario>"
-            raise ModelSpecError(msg)
         scenario = load_scenario(name)
         role = options.role
         return ScenarioReplayChatModel(
@@ -52,10 +50,9 @@ class ReplayProvider(Provider):
             ),
         )
 
-    def describe(self, spec: str) -> str:
-        name = spec.removeprefix(REPLAY_PREFIX).split("?", 1)[0]
+    def describe(self, spec: ModelSpec) -> str:
         return (
-            f"Offline demo: replays the scripted turns of scenario {name!r}; "
+            f"Offline demo: replays the scripted turns of scenario {spec.model!r}; "
             "it is not a language model and judges nothing itself."
         )
 

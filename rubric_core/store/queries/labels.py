@@ -131,18 +131,6 @@ class LabelQueries(ExperimentQueries):
             ]
         )
 
-    def set_label(
-        self,
-        evaluation_id: int,
-        criterion: str,
-        human_passed: bool,
-        *,
-        reviewer: str,
-        note: str | None = None,
-    ) -> None:
-        """Label (or relabel) one criterion of one pass. Raises as `set_labels`."""
-        self.set_labels(evaluation_id, {criterion: human_passed}, reviewer=reviewer, note=note)
-
     def record_labelled_pass(
         self,
         run_id: int,
@@ -194,19 +182,6 @@ class LabelQueries(ExperimentQueries):
             return 0
         return self._backend.write(lambda tx: write_labels(tx, rows))
 
-    def delete_label(self, evaluation_id: int, criterion: str) -> None:
-        """Remove one label (no error when there is none)."""
-        evaluation_id = require_int(evaluation_id, "evaluation_id", minimum=1)
-        criterion = require_text(criterion, "criterion").strip()
-
-        def job(tx: Tx) -> None:
-            tx.run(
-                "DELETE FROM labels WHERE evaluation_id = ? AND criterion = ?",
-                (evaluation_id, criterion),
-            )
-
-        self._backend.write(job)
-
     def labels_for(self, evaluation_ids: Iterable[int]) -> dict[int, dict[str, LabelRecord]]:
         """`{evaluation_id: {criterion: {human_passed, reviewer, label_note, labelled_at}}}`
         for the given passes (those without labels are left out)."""
@@ -227,21 +202,6 @@ class LabelQueries(ExperimentQueries):
                     "label_note": row["note"],
                     "labelled_at": row["labelled_at"],
                 }
-        return found
-
-    def all_labels(self, filters: RunFilters | None = None) -> dict[int, dict[str, bool]]:
-        """Every label on the runs the filters match: `{evaluation_id: {criterion: bool}}`."""
-        where, params = self.run_filter_sql(filters or RunFilters())
-        rows = self._backend.query(
-            "SELECT l.evaluation_id, l.criterion, l.human_passed FROM labels l "
-            f"JOIN runs r ON r.id = l.run_id WHERE {where} ORDER BY l.evaluation_id, l.criterion",
-            params,
-        )
-        found: dict[int, dict[str, bool]] = {}
-        for row in rows:
-            found.setdefault(int(row["evaluation_id"]), {})[row["criterion"]] = bool(
-                row["human_passed"]
-            )
         return found
 
     def _review_scope(
@@ -499,16 +459,6 @@ class LabelQueries(ExperimentQueries):
                 "WHERE l2.evaluation_id = c.evaluation_id AND l2.criterion = c.criterion))"
             )
         return sql, params
-
-    def review_pass(self, evaluation_id: int) -> dict[str, Any]:
-        """One stored pass in the shape of `review_items` (for `?pass=<evaluation id>`).
-
-        Raises:
-            StoreError: Of kind `invalid`: no pass has that id.
-        """
-        run_id = self.evaluation_run_id(evaluation_id)
-        items = self.review_items(run_ids=[run_id], final_only=False, judged_only=False)
-        return next(item for item in items if int(item["evaluation_id"]) == int(evaluation_id))
 
     def _criteria_of(self, evaluation_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
         found: dict[int, list[dict[str, Any]]] = {}
