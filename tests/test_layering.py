@@ -203,6 +203,7 @@ PACKAGE_ORDER: dict[str, tuple[str, ...]] = {
         "resume",
     ),
     "batch": (
+        "job",
         "common",
         "summary",
         "limits",
@@ -213,7 +214,7 @@ PACKAGE_ORDER: dict[str, tuple[str, ...]] = {
         "ray_cluster",
         "run",
     ),
-    "workbench": ("datasets", "background", "grade", "regrade", "regrade_job", "agreement"),
+    "workbench": ("datasets", "grade", "regrade", "background", "agreement"),
 }
 
 
