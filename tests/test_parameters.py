@@ -62,7 +62,7 @@ def test_the_count_sees_keyword_only_and_star_parameters(tmp_path: Path) -> None
     """The walk counts what a signature can hide: keyword-only, *args, **kwargs; not self."""
     (tmp_path / "m.py").write_text(
         "class C:\n"
-        "    def method(self, a, b, *args, c, d, e, f, **kw): ...\n"
+        "    def method(self, a, b, *args, c, d, e, f, g, **kw): ...\n"
         "def fine(a, b, c, d, e, f, g, h): ...\n",
         encoding="utf-8",
     )
