@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rubric_core.store import Store
+from tests.jobs import grade_of
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 SCENARIO = "needs_revision_then_satisfied"
@@ -926,7 +927,6 @@ def test_run_page_human_grader_drives_the_pass_and_becomes_labels(
 
 def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_path: Path) -> None:
     from app_widgets.session import regrade_jobs
-    from rubric_core.workbench.grade import grade_outputs
 
     _load_bottle_rubric(app)
     with Store(db_path) as store:
@@ -935,7 +935,7 @@ def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_p
             {"row": n, "input": f"q{n}", "output": f"```text\n{text}\n```", "labels": {}}
             for n, text in enumerate(["It is cold. It is light.", "It is cold."], start=2)
         ]
-        grade_outputs(
+        grade_of(
             store, rows, rubric_version_id=version["id"],
             grader_model="replay:satisfied_first_try", grader_tools=["text_stats"],
         )  # fmt: skip
