@@ -926,7 +926,7 @@ def test_run_page_human_grader_drives_the_pass_and_becomes_labels(
 
 
 def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_path: Path) -> None:
-    from app_widgets.session import regrade_jobs
+    from app_widgets.session import run_registry
 
     _load_bottle_rubric(app)
     with Store(db_path) as store:
@@ -946,7 +946,7 @@ def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_p
         app.multiselect(key="exp_tools").set_value(["text_stats"])
         app.button(key="exp_launch").click().run()
         assert not app.error, [e.value for e in app.error]
-        job = regrade_jobs()[app.session_state["exp_watch"]]
+        job = run_registry().job(f"experiment-{app.session_state['exp_watch']}")
         job.thread.join(RUN_TIMEOUT_S)
         app.run()
     _no_exception(app)

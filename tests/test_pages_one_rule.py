@@ -155,7 +155,7 @@ def _picker(at: AppTest, label: str):
 def test_experiment_pickers_follow_a_finished_experiment_and_rows_are_inputs(
     app: AppTest, db_path: Path
 ) -> None:
-    from app_widgets.session import regrade_jobs
+    from app_widgets.session import run_registry
 
     _page(app, "run")
     app.selectbox(key="run_scenario_helper").set_value("satisfied_first_try")
@@ -182,7 +182,7 @@ def test_experiment_pickers_follow_a_finished_experiment_and_rows_are_inputs(
         app.multiselect(key="exp_tools").set_value(["text_stats"])
         app.button(key="exp_launch").click().run()
         assert not app.error, [e.value for e in app.error]
-    job = regrade_jobs()[app.session_state["exp_watch"]]
+    job = run_registry().job(f"experiment-{app.session_state['exp_watch']}")
     # Pick the other way round from the defaults while #2 reads "0 items · running".
     _picker(app, "Experiment A").set_value(2)
     _picker(app, "Experiment B").set_value(1)
