@@ -465,7 +465,7 @@ def test_batch_page_runs_a_dataset_and_summarises_it(app: AppTest) -> None:
     app.button(key="batch_launch").click().run()
     _no_exception(app)
     assert not app.error, [e.value for e in app.error]
-    job = run_registry().batch(app.session_state["batch_watch"])
+    job = run_registry().job(app.session_state["batch_watch"])
     job.thread.join(RUN_TIMEOUT_S)
     assert job.done()
     app.run()
@@ -496,7 +496,7 @@ def _batch_from_scenario(app: AppTest, scenario: str = "satisfied_first_try") ->
     app.button(key="batch_launch").click().run()
     assert not app.error, [e.value for e in app.error]
     batch_id = app.session_state["batch_watch"]
-    job = run_registry().batch(batch_id)
+    job = run_registry().job(batch_id)
     job.thread.join(RUN_TIMEOUT_S)
     assert job.done()
     app.run()
@@ -873,7 +873,7 @@ def test_batch_page_grades_uploaded_outputs_and_keeps_their_labels(
     app.multiselect(key="batch_graded_tools").set_value(["text_stats"])
     app.button(key="batch_graded_launch").click().run()
     assert not app.error, [e.value for e in app.error]
-    job = run_registry().batch(app.session_state["batch_graded_watch"])
+    job = run_registry().job(app.session_state["batch_graded_watch"])
     job.thread.join(RUN_TIMEOUT_S)
     app.run()
     _no_exception(app)
