@@ -190,10 +190,10 @@ def validate_batch(store: Store, spec_template: RunSpec, inputs: tuple[str, ...]
 
 
 def new_batch_id() -> str:
-    """A fresh batch id (`batch-` and 16 hex digits): the one `run_batch` makes when given none.
+    """A fresh batch id (`batch-` and 16 hex digits): the one a batch job makes when given none.
 
     A caller that must name the batch before it ends (the CLI, to stop it and summarise
-    it after a Ctrl-C) makes it here and passes it as `run_batch(batch_id=...)`.
+    it after a Ctrl-C) makes it here and passes it as `Job(batch_id=...)`.
 
     Examples:
         >>> new_batch_id().startswith("batch-"), len(new_batch_id())
@@ -210,7 +210,7 @@ def mark_interrupted(
     `indexes` limits it to those inputs (default: every running run of the batch). A
     stopped batch calls this at once, so the store shows its in-flight runs as stopped
     while their workers wind down; a run's own end, when its worker gets there, is stored
-    over it. Resuming the batch (`run_batch(..., resume=True)`) continues these runs.
+    over it. Resuming the batch (`Job(batch_id=..., resume=True)`) continues these runs.
     """
     if indexes is not None and not indexes:
         return 0
