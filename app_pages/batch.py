@@ -44,7 +44,9 @@ from rubric_core.ui.settings import (
 )
 from rubric_core.workbench import (
     DatasetError,
+    Job,
     RayUnavailable,
+    RunInputs,
     RunSpec,
     SpecError,
     batch_progress,
@@ -52,7 +54,7 @@ from rubric_core.workbench import (
     format_rate,
     load_upload,
     offered_executors,
-    start_batch,
+    start_job,
     summary_for_batch,
 )
 
@@ -216,10 +218,10 @@ if st.button(
             keep=keep,
         )
         try:
-            job = start_batch(
-                store, spec, inputs, concurrency=int(concurrency), executor=executor,
-                rate_limit=rate_limit,
-            )  # fmt: skip
+            job = start_job(store, Job(
+                RunInputs(spec, tuple(inputs)), executor=executor,
+                concurrency=int(concurrency), rate_limit=rate_limit,
+            ))  # fmt: skip
         except SpecError as exc:
             st.error(f"Not started: {spec_error_hint(str(exc))}")
         except RayUnavailable as exc:
@@ -227,7 +229,7 @@ if st.button(
         except STORE_ERRORS as exc:
             show_store_error(exc)
         else:
-            registry.add_batch(job)
+            registry.add_job(job)
             st.session_state["batch_watch"] = job.batch_id
 elif errors:
     for message in errors:
@@ -272,7 +274,7 @@ batch_id = st.session_state.get("batch_watch")
 if batch_id is None:
     st.stop()
 st.query_params["batch"] = batch_id
-job = registry.batch(batch_id)
+job = registry.job(batch_id)
 st.divider()
 st.subheader(f"Batch {batch_id}")
 polling = job is not None and not job.done()
@@ -316,7 +318,7 @@ def batch_view() -> None:
     """Progress and each input's row from the store; the summary once every run has finished."""
     try:
         total = job.total if job is not None else store.count_runs(batch_id=batch_id)
-        finished, started = batch_progress(store, batch_id, total)
+        finished, started = batch_progress(store, batch_id)
         value, text = progress(finished, total)
         st.progress(value, text=f"{text} ({started - finished} running)")
         runs = store.batch_runs(batch_id)

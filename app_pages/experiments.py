@@ -7,7 +7,7 @@ import streamlit as st
 from app_widgets.model_pickers import model_picker
 from app_widgets.pickers import experiment_picker, rubric_version_picker, run_filter_widgets
 from app_widgets.report import report_download
-from app_widgets.session import regrade_jobs
+from app_widgets.session import run_registry
 from app_widgets.store import STORE_ERRORS, get_store, show_store_error
 from rubric_core.errors import InputError
 from rubric_core.ui import (
@@ -27,15 +27,15 @@ from rubric_core.ui import (
 )
 from rubric_core.ui.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
 from rubric_core.ui.settings import MAX_CONCURRENCY, TOOL_NAMES
+from rubric_core.workbench import Grader, Job, RegradePasses, start_job
 from rubric_core.workbench.agreement import compare_stored_experiments
-from rubric_core.workbench.regrade_job import start_regrade
 
 POLL_S = 1.0
 FLIPS_SHOWN = 50
 
 store = get_store()
 scenarios = list_scenarios()
-jobs = regrade_jobs()
+registry = run_registry()
 st.title("Experiments")
 st.caption(
     "An experiment grades stored drafts again, with another rubric version, grader, prompt, "
@@ -64,7 +64,7 @@ with st.container(border=True):
             source_args = {"filters": filters}
     else:
         run_id = st.number_input("Run id", min_value=1, step=1, key="exp_run")
-        source_args = {"run_ids": [int(run_id)]}
+        source_args = {"run_ids": (int(run_id),)}
 
     st.caption("Grade them against")
     version = rubric_version_picker(store, key="exp")
@@ -115,29 +115,31 @@ with st.container(border=True):
             st.error(message)
         if not errors and version is not None:
             try:
-                job = start_regrade(
-                    store,
-                    **source_args,
-                    rubric_version_id=int(version["id"]),
-                    grader_model=grader_spec,
-                    grader_system_prompt=prompt.strip() or None,
-                    grader_tools=tuple(tools),
-                    samples=int(samples),
-                    all_passes=bool(all_passes),
-                    name=name.strip() or None,
-                    max_concurrency=int(concurrency),
+                grader = Grader(
+                    grader_spec,
+                    tuple(tools),
+                    prompt.strip() or None,
+                    int(samples),
                     base_url=base_url,
                 )
+                work = RegradePasses(
+                    grader,
+                    **source_args,
+                    rubric_version_id=int(version["id"]),
+                    all_passes=bool(all_passes),
+                    name=name.strip() or None,
+                )
+                job = start_job(store, Job(work, concurrency=int(concurrency)))
             except InputError as exc:
                 st.error(f"Not started: {exc}")
             except STORE_ERRORS as exc:
                 show_store_error(exc)
             else:
-                jobs[job.experiment_id] = job
+                registry.add_job(job)
                 st.session_state["exp_watch"] = job.experiment_id
 
 watch = st.session_state.get("exp_watch")
-watch_job = jobs.get(watch) if watch is not None else None
+watch_job = registry.job(f"experiment-{watch}") if watch is not None else None
 polling = watch_job is not None and not watch_job.done()
 
 

@@ -31,7 +31,14 @@ from rubric_core.ui.forms import (
 from rubric_core.ui.models import DEFAULT_REPLAY_SCENARIO, list_scenarios
 from rubric_core.ui.scenario_check import replay_scenario_name
 from rubric_core.ui.settings import AGENT_KINDS, DEFAULT_MAX_ITERATIONS, KEEP_CHOICES, TOOL_NAMES
-from rubric_core.workbench import RunSpec, SpecError, grade_by_person, grade_one, start_run
+from rubric_core.workbench import (
+    Grader,
+    RunSpec,
+    SpecError,
+    grade_by_person,
+    grade_one,
+    start_run,
+)
 
 LIVE_POLL_S = 1.0
 REPLAY_ROLES = ("agent_model", "grader_model")
@@ -72,9 +79,7 @@ def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
                         int(version["id"]),
                         text,
                         output,
-                        grader_spec,
-                        grader_tools=tuple(tools),
-                        base_url=base_url,
+                        Grader(grader_spec, tuple(tools), base_url=base_url),
                     )
             except InputError as exc:
                 st.error(f"Not graded: {exc}")

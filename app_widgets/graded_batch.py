@@ -18,9 +18,12 @@ from rubric_core.store import Store
 from rubric_core.ui import one_line, pass_rate_figure, progress, spec_error_hint
 from rubric_core.ui.settings import MAX_CONCURRENCY, TOOL_NAMES
 from rubric_core.workbench import (
+    Grader,
+    GradeRows,
+    Job,
     batch_progress,
     load_graded_upload,
-    start_graded_batch,
+    start_job,
     summary_for_batch,
 )
 
@@ -70,23 +73,16 @@ def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
         "Grade outputs", type="primary", key=f"{key}_launch", disabled=not rows or not grader_spec
     ):
         try:
-            job = start_graded_batch(
-                store,
-                int(version["id"]),
-                rows,
-                grader_model=grader_spec,
-                grader_tools=tuple(tools),
-                base_url=base_url,
-                concurrency=int(concurrency),
-                rate_limit=rate_limit,
-                source_name=upload.name if upload is not None else "dataset",
-            )
+            grader = Grader(grader_spec, tuple(tools), base_url=base_url)
+            source = upload.name if upload is not None else "dataset"
+            work = GradeRows(tuple(rows), int(version["id"]), grader, source=source)
+            job = start_job(store, Job(work, concurrency=int(concurrency), rate_limit=rate_limit))
         except InputError as exc:
             st.error(f"Not started: {spec_error_hint(str(exc))}")
         except STORE_ERRORS as exc:
             show_store_error(exc)
         else:
-            registry.add_batch(job)
+            registry.add_job(job)
             st.session_state[f"{key}_watch"] = job.batch_id
     if not rows:
         st.caption("Upload a dataset to enable “Grade outputs”.")
@@ -94,14 +90,14 @@ def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     batch_id = st.session_state.get(f"{key}_watch")
     if batch_id is None:
         return
-    job = registry.batch(batch_id)
+    job = registry.job(batch_id)
     polling = job is not None and not job.done()
 
     @st.fragment(run_every=1.0 if polling else None)
     def graded_view() -> None:
         try:
             total = job.total if job is not None else store.count_runs(batch_id=batch_id)
-            finished, _ = batch_progress(store, batch_id, total)
+            finished, _ = batch_progress(store, batch_id)
             value, text = progress(finished, total)
             st.progress(value, text=f"Graded {text}")
             if job is not None and not job.done():

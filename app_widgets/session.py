@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from rubric_core.workbench.background import RunRegistry
 
-__all__ = ["PERSIST", "regrade_jobs", "run_registry"]
+__all__ = ["PERSIST", "run_registry"]
 
 
 PERSIST = "session"
@@ -18,11 +16,6 @@ goes on while its person looks elsewhere, and comes back to the form as they lef
 
 @st.cache_resource(show_spinner=False)
 def run_registry() -> RunRegistry:
-    """The process-wide registry of runs and batches started from the dashboard."""
+    """The process-wide registry of runs and jobs (batches, grades, re-grades) started from
+    the dashboard."""
     return RunRegistry()
-
-
-@st.cache_resource(show_spinner=False)
-def regrade_jobs() -> dict[int, Any]:
-    """Re-grade jobs started in this process, by experiment id (progress is read from the store)."""
-    return {}

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from floor import build_floor, floor_worker
 
-from rubric_core.batch import run_batch
+from rubric_core.batch import Job, RunInputs, run_batch
 from rubric_core.batch.processes import _context as _process_context
 from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, run_once
@@ -195,14 +195,8 @@ def _batch(
     store: Store, template: RunSpec, inputs: list[str], concurrency: int, executor: str
 ) -> float:
     started = time.perf_counter()
-    summary = run_batch(
-        store,
-        template,
-        inputs,
-        concurrency=concurrency,
-        executor=executor,
-        model_factory=bench_models,
-    )
+    work = RunInputs(template, tuple(inputs), model_factory=bench_models)
+    summary = run_batch(store, Job(work, concurrency=concurrency, executor=executor))
     elapsed = time.perf_counter() - started
     assert summary.by_status == {"satisfied": len(inputs)}, summary.by_status
     return elapsed

@@ -49,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rubric_core.batch import run_batch
+from rubric_core.batch import Job, RunInputs, run_batch
 from rubric_core.providers.ratelimit import RateLimit
 from rubric_core.runs import RunSpec
 from rubric_core.store import Store
@@ -105,7 +105,7 @@ def measure(
     provider.reset()
     load_before = _load()
     started = time.perf_counter()
-    summary = run_batch(store, spec, inputs, rate_limit=limit, **kwargs)
+    summary = run_batch(store, Job(RunInputs(spec, tuple(inputs)), rate_limit=limit, **kwargs))
     wall = time.perf_counter() - started
     stats = provider.stats()
     busy = (stats["last"] or 0) - (stats["first"] or 0)

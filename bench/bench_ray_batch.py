@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rubric_core.batch import run_batch
+from rubric_core.batch import Job, RunInputs, run_batch
 from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, run_once
 from rubric_core.store import Store
@@ -68,7 +68,7 @@ def _template(store: Store, latency_s: float) -> RunSpec:
 
 def _timed(store: Store, template: RunSpec, inputs: list[str], **kwargs: object) -> float:
     started = time.perf_counter()
-    summary = run_batch(store, template, inputs, **kwargs)  # type: ignore[arg-type]
+    summary = run_batch(store, Job(RunInputs(template, tuple(inputs)), **kwargs))  # type: ignore[arg-type]
     elapsed = time.perf_counter() - started
     assert summary.by_status == {"satisfied": len(inputs)}, summary.by_status
     return elapsed

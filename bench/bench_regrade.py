@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rubric_core.batch import run_batch
+from rubric_core.batch import Grader, Job, RegradePasses, RunInputs, run_batch
 from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec
 from rubric_core.store import Store
@@ -43,7 +43,7 @@ def _loop(
     store: Store, template: RunSpec, inputs: list[str], concurrency: int
 ) -> tuple[float, str]:
     started = time.perf_counter()
-    summary = run_batch(store, template, inputs, concurrency=concurrency)
+    summary = run_batch(store, Job(RunInputs(template, tuple(inputs)), concurrency=concurrency))
     elapsed = time.perf_counter() - started
     assert summary.by_status == {"satisfied": len(inputs)}, summary.by_status
     return elapsed, summary.batch_id
@@ -51,9 +51,8 @@ def _loop(
 
 def _regrade(store: Store, batch_id: str, grader: str, concurrency: int, passes: int) -> float:
     started = time.perf_counter()
-    result = regrade(
-        store, batch_id=batch_id, grader_model=grader, all_passes=True, max_concurrency=concurrency
-    )
+    work = RegradePasses(Grader(grader), batch_id=batch_id, all_passes=True)
+    result = regrade(store, Job(work, concurrency=concurrency))
     elapsed = time.perf_counter() - started
     assert (result["items"], result["errors"]) == (passes, 0), result
     return elapsed

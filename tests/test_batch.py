@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from rubric_core.batch import BatchSummary, run_batch, summary_for_batch
+from rubric_core.batch import BatchSummary, summary_for_batch
 from rubric_core.providers import ReplayChatModel, load_scenario, verdict_turn
 from rubric_core.runs import RunSpec, SpecError
 from rubric_core.workbench import DatasetError, load_dataset
+from tests.jobs import batch_of
 
 RUBRIC = "- has a title\n- cites a source"
 TITLE_OK = ("has a title", True)
@@ -146,7 +147,7 @@ def test_batch_over_a_known_scenario_summarises_exactly(store):
     inputs = [f"{template.input} ({n})" for n in range(3)]
     progress: list[tuple[int, int, str]] = []
 
-    summary = run_batch(
+    summary = batch_of(
         store,
         template,
         inputs,
@@ -178,7 +179,7 @@ def test_batch_with_mixed_outcomes(store):
     template = _template(store)
     inputs = ["first a", "second b", "hopeless c", "grader-down d", "crash e", "first f"]
 
-    summary = run_batch(store, template, inputs, concurrency=3, model_factory=_scripted_factory)
+    summary = batch_of(store, template, inputs, concurrency=3, model_factory=_scripted_factory)
 
     assert summary.total == 6
     assert summary.by_status == {
@@ -202,7 +203,7 @@ def test_batch_with_mixed_outcomes(store):
 
 def test_summary_for_batch_reads_the_same_figures_back(store):
     template = _template(store)
-    summary = run_batch(
+    summary = batch_of(
         store, template, ["first", "second"], concurrency=1, model_factory=_scripted_factory
     )
     again = summary_for_batch(store, summary.batch_id)
@@ -236,7 +237,7 @@ def test_batch_runs_at_most_concurrency_at_once(store):
             ),
         )
 
-    summary = run_batch(store, template, [f"in {n}" for n in range(6)], concurrency=2,
+    summary = batch_of(store, template, [f"in {n}" for n in range(6)], concurrency=2,
                         model_factory=factory)  # fmt: skip
     assert summary.by_status == {"satisfied": 6}
     assert 1 <= peak <= 2
@@ -246,7 +247,7 @@ def test_stopped_batch_starts_no_more_runs(store):
     template = _template(store)
     stop = threading.Event()
     stop.set()
-    summary = run_batch(store, template, ["first", "second"], stop_event=stop,
+    summary = batch_of(store, template, ["first", "second"], stop_event=stop,
                         model_factory=_scripted_factory)  # fmt: skip
     assert summary.total == 0
     assert summary.satisfied_rate == 0.0
@@ -266,7 +267,7 @@ def test_stopped_batch_starts_no_more_runs(store):
 def test_batch_rejects_bad_arguments_before_any_run(store, kwargs, inputs, fragment):
     template = _template(store)
     with pytest.raises(SpecError) as info:
-        run_batch(store, template, inputs, **kwargs)
+        batch_of(store, template, inputs, **kwargs)
     assert fragment in str(info.value)
     assert store.count_runs() == 0
 
@@ -274,14 +275,14 @@ def test_batch_rejects_bad_arguments_before_any_run(store, kwargs, inputs, fragm
 def test_batch_rejects_an_unknown_tool_before_any_run(store):
     template = _template(store, grader_tools=("no_such_tool",))
     with pytest.raises(SpecError, match=r"grader_tools: .*no_such_tool"):
-        run_batch(store, template, ["a", "b"])
+        batch_of(store, template, ["a", "b"])
     assert store.count_runs() == 0
 
 
 def test_resumed_thread_batch_skips_finished_inputs_and_continues_interrupted_ones(store):
     template = _template(store)
     inputs = ["first 0", "second 1", "first 2", "second 3"]
-    first = run_batch(store, template, inputs[:2], model_factory=_scripted_factory)
+    first = batch_of(store, template, inputs[:2], model_factory=_scripted_factory)
     # Input 2 was cut off after its run row was written: a dead batch leaves it interrupted.
     store.create_run(rubric_version_id=template.rubric_version_id, input=inputs[2],
                      agent_model=template.agent_model, grader_model=template.grader_model,
@@ -291,7 +292,7 @@ def test_resumed_thread_batch_skips_finished_inputs_and_continues_interrupted_on
     store.finish_run(cut["id"], status="interrupted")
     before = {run["input_index"]: run for run in store.list_runs(batch_id=first.batch_id)}
 
-    summary = run_batch(store, template, inputs, batch_id=first.batch_id, resume=True,
+    summary = batch_of(store, template, inputs, batch_id=first.batch_id, resume=True,
                         model_factory=_scripted_factory)  # fmt: skip
 
     assert summary.by_status == {"satisfied": 4}
@@ -307,9 +308,9 @@ def test_resumed_thread_batch_skips_finished_inputs_and_continues_interrupted_on
 def test_resuming_needs_a_known_batch_id(store):
     template = _template(store)
     with pytest.raises(SpecError, match="batch_id: resuming a batch needs"):
-        run_batch(store, template, ["first"], resume=True)
+        batch_of(store, template, ["first"], resume=True)
     with pytest.raises(SpecError, match="no batch 'batch-nope'"):
-        run_batch(store, template, ["first"], batch_id="batch-nope", resume=True)
+        batch_of(store, template, ["first"], batch_id="batch-nope", resume=True)
     assert store.count_runs() == 0
 
 
@@ -394,9 +395,9 @@ def test_process_batch_runs_every_input_in_worker_processes_with_the_same_outcom
     template = _scenario_template(store, "needs_revision_then_satisfied")
     inputs = [f"note {n}" for n in range(6)]
     seen: list[tuple[int, str]] = []
-    summary = run_batch(store, template, inputs, concurrency=4, executor="process",
+    summary = batch_of(store, template, inputs, concurrency=4, executor="process",
                         progress=lambda done, total, row: seen.append((done, row["status"])))  # fmt: skip
-    threads = run_batch(store, template, inputs, concurrency=4)
+    threads = batch_of(store, template, inputs, concurrency=4)
 
     assert summary.by_status == threads.by_status == {"satisfied": 6}
     assert summary.criterion_pass_rates == threads.criterion_pass_rates
@@ -419,7 +420,7 @@ def test_stopped_process_batch_marks_its_runs_and_resumes_to_the_end(store):
     inputs = [f"note {n}" for n in range(8)]
     stop = threading.Event()
     outcome: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: outcome.update(summary=run_batch(
+    worker = threading.Thread(target=lambda: outcome.update(summary=batch_of(
         store, template, inputs, concurrency=2, executor="process", stop_event=stop)))  # fmt: skip
     worker.start()
     deadline = time.monotonic() + 120
@@ -433,7 +434,7 @@ def test_stopped_process_batch_marks_its_runs_and_resumes_to_the_end(store):
     assert stopped.by_status.get("interrupted", 0) >= 1
     assert stopped.total < len(inputs)
 
-    resumed = run_batch(store, template, inputs, concurrency=2, executor="process",
+    resumed = batch_of(store, template, inputs, concurrency=2, executor="process",
                         batch_id=stopped.batch_id, resume=True)  # fmt: skip
     assert resumed.by_status == {"satisfied": len(inputs)}
     assert store.finished_inputs(stopped.batch_id) == set(range(len(inputs)))
@@ -442,6 +443,6 @@ def test_stopped_process_batch_marks_its_runs_and_resumes_to_the_end(store):
 def test_a_process_batch_needs_a_picklable_model_factory(store):
     template = _template(store)
     with pytest.raises(SpecError, match="model_factory"):
-        run_batch(store, template, ["first"], executor="process",
+        batch_of(store, template, ["first"], executor="process",
                   model_factory=lambda spec: _scripted_factory(spec))  # fmt: skip
     assert store.count_runs() == 0

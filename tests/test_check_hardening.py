@@ -190,6 +190,7 @@ def test_grade_only_outputs_have_a_size_limit():
 
 
 def test_an_output_past_the_limit_is_refused_before_anything_is_stored(store):
+    from rubric_core.batch import Grader
     from rubric_core.workbench.grade import GradingError, grade_by_person, grade_one
 
     version = store.save_rubric_version("essay", "- has a title")
@@ -197,5 +198,5 @@ def test_an_output_past_the_limit_is_refused_before_anything_is_stored(store):
     with pytest.raises(GradingError, match=r"^output is 200,001 characters; the limit is 200,000$"):
         grade_by_person(store, version["id"], "q", too_long, {"has a title": True}, reviewer="ana")
     with pytest.raises(GradingError, match=r"^output is 200,001 characters"):
-        grade_one(store, version["id"], "q", too_long, "replay:essay")
+        grade_one(store, version["id"], "q", too_long, Grader("replay:essay"))
     assert store.list_runs() == []

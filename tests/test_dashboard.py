@@ -51,7 +51,14 @@ from rubric_core.ui import (
     transcript_items,
     version_diff,
 )
-from rubric_core.workbench import RunRegistry, batch_progress, load_upload, start_batch
+from rubric_core.workbench import (
+    Job,
+    RunInputs,
+    RunRegistry,
+    batch_progress,
+    load_upload,
+    start_job,
+)
 
 # ---------------------------------------------------------------- statuses
 
@@ -439,7 +446,7 @@ def test_batch_progress_counts_finished_runs(
     done = new_run(store, rubric_version["id"], batch_id="b1")
     store.finish_run(done, status="satisfied")
     new_run(store, rubric_version["id"], batch_id="b1")
-    assert batch_progress(store, "b1", total=5) == (1, 2)
+    assert batch_progress(store, "b1") == (1, 2)
 
 
 @pytest.mark.parametrize(
@@ -480,16 +487,16 @@ def test_run_registry_keeps_handles_and_lists_active_runs() -> None:
     assert registry.active_runs() == [2]
 
 
-def test_start_batch_validates_before_starting(store: Store, rubric_version: dict) -> None:
+def test_start_job_validates_a_batch_before_starting(store: Store, rubric_version: dict) -> None:
     spec = RunSpec(rubric_version["id"], "x", "replay:nope", "replay:nope")
     with pytest.raises(SpecError, match="agent_model"):
-        start_batch(store, spec, ["x"], concurrency=2)
+        start_job(store, Job(RunInputs(spec, ("x",)), concurrency=2))
     with pytest.raises(SpecError, match="concurrency"):
-        start_batch(store, spec, ["x"], concurrency=0)
+        start_job(store, Job(RunInputs(spec, ("x",)), concurrency=0))
     assert store.count_runs() == 0
 
 
-def test_start_batch_runs_in_the_background(store: Store) -> None:
+def test_start_job_runs_a_batch_in_the_background(store: Store) -> None:
     from rubric_core.providers import load_scenario
 
     scenario = load_scenario("satisfied_first_try")
@@ -501,10 +508,11 @@ def test_start_batch_runs_in_the_background(store: Store) -> None:
         "replay:satisfied_first_try",
         grader_tools=tuple(scenario["grader_tools"]),
     )
-    job = start_batch(store, spec, [scenario["input"]] * 3, concurrency=2)
-    job.thread.join(timeout=60)
+    job = start_job(store, Job(RunInputs(spec, (scenario["input"],) * 3), concurrency=2))
+    assert job.wait(timeout=60)
     assert job.done() and job.error is None
-    assert batch_progress(store, job.batch_id, job.total) == (3, 3)
+    assert batch_progress(store, job.batch_id) == (3, 3)
+    assert (job.finished, job.total, job.result.total) == (3, 3, 3)
     assert {r["status"] for r in store.list_runs(batch_id=job.batch_id)} == {"satisfied"}
 
 

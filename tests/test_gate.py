@@ -274,13 +274,13 @@ def test_gate_on_an_experiment_against_another(tmp_path):
 
 
 def test_junit_holds_stored_text_an_xml_parser_would_refuse(tmp_path):
-    from rubric_core.workbench.grade import grade_outputs
+    from tests.jobs import grade_of
 
     db, junit = tmp_path / "g.db", tmp_path / "results.xml"
     with Store(db) as store:
         store.save_rubric_version("lines", "- Three lines {lines == 3}")
         [version] = store.rubric_versions("lines")
-        summary = grade_outputs(
+        summary = grade_of(
             store,
             [{"input": "nul \x00 and escape \x1b[31m", "output": "one", "labels": {}}],
             rubric_version_id=version["id"],

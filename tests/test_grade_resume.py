@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from rubric_core.cli import cli
 from rubric_core.store import Store
-from rubric_core.workbench.grade import grade_file
+from tests.jobs import grade_path
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = "- Exactly two sentences\n- Fewer than 40 words\n- Says the bottle keeps drinks cold"
@@ -26,6 +26,7 @@ _KILL = textwrap.dedent(
     import os, signal, sys
     from rubric_core.providers import resolve_model
     from rubric_core.store import Store
+    from rubric_core.batch import Grader
     from rubric_core.workbench.grade import grade_file
 
     made = [0]
@@ -37,8 +38,9 @@ _KILL = textwrap.dedent(
         return resolve_model("replay:satisfied_first_try", role="grader")
 
     store = Store(sys.argv[1])
-    grade_file(store, sys.argv[2], rubric="bottle", grader_model="replay:satisfied_first_try",
-               grader_llm_factory=make, max_concurrency=1, batch_id="graded-killed")
+    grader = Grader("replay:satisfied_first_try", factory=make)
+    grade_file(store, sys.argv[2], rubric="bottle", grader=grader, concurrency=1,
+               batch_id="graded-killed")
     """
 ).replace("KILLED_AT", str(KILLED_AT))
 
@@ -79,7 +81,7 @@ def test_a_killed_grade_keeps_each_pass_with_its_labels_and_resumes(tmp_path, db
         labelled = store.labels_for([p["id"] for p in passes])
         assert all(len(labelled.get(p["id"], {})) == 2 for p in passes), labelled
 
-        summary = grade_file(
+        summary = grade_path(
             store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try",
             batch_id="graded-killed", resume=True,
         )  # fmt: skip
@@ -97,7 +99,7 @@ def test_resume_on_a_graded_run_points_to_grade_resume(tmp_path):
     db, data = tmp_path / "studio.db", _dataset(tmp_path)
     with Store(db) as store:
         store.save_rubric_version("bottle", RUBRIC)
-        summary = grade_file(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")  # fmt: skip
+        summary = grade_path(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")  # fmt: skip
         run_id = summary["run_ids"][0]
         store.finish_run(run_id, status="interrupted")
     result = CliRunner().invoke(cli, ["resume", str(run_id), "--db", str(db)])
@@ -112,6 +114,7 @@ _KILL_REGRADE = textwrap.dedent(
     import os, signal, sys
     from rubric_core.providers import resolve_model
     from rubric_core.store import Store
+    from rubric_core.batch import Grader, Job, RegradePasses
     from rubric_core.workbench.regrade import regrade
 
     made = [0]
@@ -123,8 +126,8 @@ _KILL_REGRADE = textwrap.dedent(
         return resolve_model("replay:satisfied_first_try", role="grader")
 
     store = Store(sys.argv[1])
-    regrade(store, batch_id=sys.argv[2], grader_model="replay:satisfied_first_try",
-            grader_llm_factory=make, max_concurrency=1)
+    grader = Grader("replay:satisfied_first_try", factory=make)
+    regrade(store, Job(RegradePasses(grader, batch_id=sys.argv[2]), concurrency=1))
     """
 ).replace("KILLED_AT", str(KILLED_AT))
 
@@ -134,7 +137,7 @@ def test_a_killed_regrade_is_interrupted_agreement_says_so_and_it_resumes(tmp_pa
     db, data = db_target, _dataset(tmp_path)
     with Store(db) as store:
         store.save_rubric_version("bottle", RUBRIC)
-        batch = grade_file(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")["batch_id"]  # fmt: skip
+        batch = grade_path(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")["batch_id"]  # fmt: skip
     killed = subprocess.run(
         [sys.executable, "-c", _KILL_REGRADE, str(db), batch],
         cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
@@ -168,7 +171,7 @@ def test_an_open_store_reads_a_dead_processes_experiment_as_interrupted(tmp_path
     db, data = tmp_path / "studio.db", _dataset(tmp_path)
     with Store(db) as store:  # opened before the regrade dies, as a dashboard's store is
         store.save_rubric_version("bottle", RUBRIC)
-        batch = grade_file(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")["batch_id"]  # fmt: skip
+        batch = grade_path(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")["batch_id"]  # fmt: skip
         killed = subprocess.run(
             [sys.executable, "-c", _KILL_REGRADE, str(db), batch],
             cwd=REPO, capture_output=True, text=True, timeout=300, check=False,

@@ -17,13 +17,15 @@ import pytest
 from click.testing import CliRunner
 
 from rubric_core import export
+from rubric_core.batch import Grader
 from rubric_core.cli import cli
 from rubric_core.runs import RunSpec, SpecError, grader_problem, validate_spec
 from rubric_core.schema import CHECKS_GRADER
 from rubric_core.store import Store
 from rubric_core.workbench import GradingError, grade_by_person, grade_one, start_run
-from rubric_core.workbench.grade import code_verdicts, grade_outputs
-from rubric_core.workbench.regrade import RegradeError, regrade
+from rubric_core.workbench.grade import code_verdicts
+from rubric_core.workbench.regrade import RegradeError
+from tests.jobs import grade_of, regrade_of
 
 CHECKS_ONLY = "- Short {words 1..60}\n- Calm {no-regex: !}\n- Names the version {regex: v\\d+}"
 MIXED = CHECKS_ONLY + "\n- [-2] Invents a price\n- Friendly tone"
@@ -103,27 +105,27 @@ def test_cli_run_refuses_a_replay_grader_for_another_rubric(db):
 
 def test_grade_only_checks_only_and_refusals_store_nothing(store):
     version = store.save_rubric_version("notes", CHECKS_ONLY)
-    graded = grade_one(store, version["id"], "q", "Release v2 is out.", "none")
+    graded = grade_one(store, version["id"], "q", "Release v2 is out.", Grader("none"))
     assert store.get_run(graded["run_id"])["grader_model"] == "checks"
     assert graded["evaluation"]["result"] == "satisfied"
     mixed = store.save_rubric_version("mixed", MIXED)
     before = store.count_runs()
     rows = [{"row": 1, "input": "q", "output": "a", "labels": {}}]
     with pytest.raises(GradingError, match="'Friendly tone'"):
-        grade_outputs(store, rows, rubric_version_id=mixed["id"], grader_model="none")
+        grade_of(store, rows, rubric_version_id=mixed["id"], grader_model="none")
     with pytest.raises(GradingError, match="replay grader 'haiku'"):
-        grade_outputs(store, rows, rubric_version_id=mixed["id"], grader_model="replay:haiku")
+        grade_of(store, rows, rubric_version_id=mixed["id"], grader_model="replay:haiku")
     assert store.count_runs() == before
 
 
 def test_regrade_checks_only_and_mismatched_replay(store):
     version = store.save_rubric_version("notes", CHECKS_ONLY)
-    graded = grade_one(store, version["id"], "q", "Release v2 is out!", "none")
-    result = regrade(store, run_ids=[graded["run_id"]], grader_model="none")
+    graded = grade_one(store, version["id"], "q", "Release v2 is out.", Grader("none"))
+    result = regrade_of(store, run_ids=[graded["run_id"]], grader_model="none")
     assert result["errors"] == 0
     assert store.get_experiment(result["experiment_id"])["grader_model"] == "checks"
     with pytest.raises(RegradeError, match="replay grader 'haiku'"):
-        regrade(store, run_ids=[graded["run_id"]], grader_model="replay:haiku")
+        regrade_of(store, run_ids=[graded["run_id"]], grader_model="replay:haiku")
 
 
 # --------------------------------------------------------------------- the person grader

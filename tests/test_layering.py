@@ -219,6 +219,7 @@ PACKAGE_ORDER: dict[str, tuple[str, ...]] = {
         "resume",
     ),
     "batch": (
+        "job",
         "common",
         "summary",
         "limits",
@@ -229,7 +230,7 @@ PACKAGE_ORDER: dict[str, tuple[str, ...]] = {
         "ray_cluster",
         "run",
     ),
-    "workbench": ("datasets", "background", "grade", "regrade", "regrade_job", "agreement"),
+    "workbench": ("datasets", "grade", "regrade", "background", "agreement"),
 }
 
 

@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rubric_core.store import Store
+from tests.jobs import grade_of
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 SCENARIO = "needs_revision_then_satisfied"
@@ -464,7 +465,7 @@ def test_batch_page_runs_a_dataset_and_summarises_it(app: AppTest) -> None:
     app.button(key="batch_launch").click().run()
     _no_exception(app)
     assert not app.error, [e.value for e in app.error]
-    job = run_registry().batch(app.session_state["batch_watch"])
+    job = run_registry().job(app.session_state["batch_watch"])
     job.thread.join(RUN_TIMEOUT_S)
     assert job.done()
     app.run()
@@ -499,7 +500,7 @@ def _batch_from_scenario(app: AppTest, scenario: str = "satisfied_first_try") ->
     app.button(key="batch_launch").click().run()
     assert not app.error, [e.value for e in app.error]
     batch_id = app.session_state["batch_watch"]
-    job = run_registry().batch(batch_id)
+    job = run_registry().job(batch_id)
     job.thread.join(RUN_TIMEOUT_S)
     assert job.done()
     app.run()
@@ -876,7 +877,7 @@ def test_batch_page_grades_uploaded_outputs_and_keeps_their_labels(
     app.multiselect(key="batch_graded_tools").set_value(["text_stats"])
     app.button(key="batch_graded_launch").click().run()
     assert not app.error, [e.value for e in app.error]
-    job = run_registry().batch(app.session_state["batch_graded_watch"])
+    job = run_registry().job(app.session_state["batch_graded_watch"])
     job.thread.join(RUN_TIMEOUT_S)
     app.run()
     _no_exception(app)
@@ -931,8 +932,7 @@ def test_run_page_human_grader_drives_the_pass_and_becomes_labels(
 
 
 def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_path: Path) -> None:
-    from app_widgets.session import regrade_jobs
-    from rubric_core.workbench.grade import grade_outputs
+    from app_widgets.session import run_registry
 
     _load_bottle_rubric(app)
     with Store(db_path) as store:
@@ -941,7 +941,7 @@ def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_p
             {"row": n, "input": f"q{n}", "output": f"```text\n{text}\n```", "labels": {}}
             for n, text in enumerate(["It is cold. It is light.", "It is cold."], start=2)
         ]
-        grade_outputs(
+        grade_of(
             store, rows, rubric_version_id=version["id"],
             grader_model="replay:satisfied_first_try", grader_tools=["text_stats"],
         )  # fmt: skip
@@ -952,7 +952,7 @@ def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_p
         app.multiselect(key="exp_tools").set_value(["text_stats"])
         app.button(key="exp_launch").click().run()
         assert not app.error, [e.value for e in app.error]
-        job = regrade_jobs()[app.session_state["exp_watch"]]
+        job = run_registry().job(f"experiment-{app.session_state['exp_watch']}")
         job.thread.join(RUN_TIMEOUT_S)
         app.run()
     _no_exception(app)

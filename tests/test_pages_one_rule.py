@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rubric_core.store import Store
+from tests.jobs import grade_of
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 RUN_TIMEOUT_S = 60
@@ -154,8 +155,7 @@ def _picker(at: AppTest, label: str):
 def test_experiment_pickers_follow_a_finished_experiment_and_rows_are_inputs(
     app: AppTest, db_path: Path
 ) -> None:
-    from app_widgets.session import regrade_jobs
-    from rubric_core.workbench.grade import grade_outputs
+    from app_widgets.session import run_registry
 
     _page(app, "run")
     app.selectbox(key="run_scenario_helper").set_value("satisfied_first_try")
@@ -171,7 +171,7 @@ def test_experiment_pickers_follow_a_finished_experiment_and_rows_are_inputs(
             }
             for n, text in enumerate(["It is cold. It is light.", "It is cold."], start=2)
         ]
-        grade_outputs(
+        grade_of(
             store, rows, rubric_version_id=version["id"],
             grader_model="replay:satisfied_first_try", grader_tools=["text_stats"],
         )  # fmt: skip
@@ -182,7 +182,7 @@ def test_experiment_pickers_follow_a_finished_experiment_and_rows_are_inputs(
         app.multiselect(key="exp_tools").set_value(["text_stats"])
         app.button(key="exp_launch").click().run()
         assert not app.error, [e.value for e in app.error]
-    job = regrade_jobs()[app.session_state["exp_watch"]]
+    job = run_registry().job(f"experiment-{app.session_state['exp_watch']}")
     # Pick the other way round from the defaults while #2 reads "0 items · running".
     _picker(app, "Experiment A").set_value(2)
     _picker(app, "Experiment B").set_value(1)

@@ -15,7 +15,6 @@ import pytest
 from click.testing import CliRunner
 
 from rubric_core import config
-from rubric_core.batch import run_batch
 from rubric_core.cli import cli
 from rubric_core.errors import InputError
 from rubric_core.providers import resolve_model
@@ -30,8 +29,8 @@ from rubric_core.providers.ratelimit import (
 )
 from rubric_core.runs import RunSpec
 from rubric_core.store import Store
-from rubric_core.workbench import grade_outputs, regrade
 from tests.fake_provider import RateLimitedProvider
+from tests.jobs import batch_of, grade_of, regrade_of
 
 RUBRIC = "- has a title\n- cites a source"
 RPM = 240
@@ -203,10 +202,10 @@ def test_a_thread_batch_under_its_rpm_stays_within_the_limit_where_today_it_stor
     with RateLimitedProvider(rpm=RPM, latency_s=0.02) as fake:
         spec = _spec(store, fake.base_url)
         inputs = [f"question {n}" for n in range(10)]
-        today = run_batch(store, spec, inputs, concurrency=8)
+        today = batch_of(store, spec, inputs, concurrency=8)
         unlimited = fake.stats()
         fake.reset()
-        limited = run_batch(store, spec, inputs, concurrency=8, rate_limit=RateLimit(rpm=RPM))
+        limited = batch_of(store, spec, inputs, concurrency=8, rate_limit=RateLimit(rpm=RPM))
         paced = fake.stats()
     assert _share(unlimited) > 0.1, unlimited  # 8 at once against 4 deep
     assert today.by_status.get("error", 0) > 0  # an agent's 429 ends its run today
@@ -218,7 +217,7 @@ def test_a_thread_batch_under_its_rpm_stays_within_the_limit_where_today_it_stor
 def test_a_batch_learns_its_limit_from_the_providers_headers(store):
     with RateLimitedProvider(rpm=RPM, latency_s=0.02, headers=True) as fake:
         spec = _spec(store, fake.base_url)
-        summary = run_batch(
+        summary = batch_of(
             store,
             spec,
             [f"q{n}" for n in range(8)],
@@ -234,7 +233,7 @@ def test_a_process_batch_shares_one_budget_across_its_worker_processes(store):
     # Two workers of two threads; a budget per worker would send twice the limit.
     with RateLimitedProvider(rpm=RPM, latency_s=0.02) as fake:
         spec = _spec(store, fake.base_url)
-        summary = run_batch(
+        summary = batch_of(
             store,
             spec,
             [f"q{n}" for n in range(12)],
@@ -251,7 +250,7 @@ def test_grade_and_regrade_draw_on_one_budget_per_call(store):
     rows: list[Any] = [{"input": f"q{n}", "output": "# T\n[1]", "labels": {}} for n in range(8)]
     with RateLimitedProvider(rpm=RPM, latency_s=0.02) as fake:
         version_id = store.save_rubric_version("article", RUBRIC)["id"]
-        graded = grade_outputs(
+        graded = grade_of(
             store,
             rows,
             rubric_version_id=version_id,
@@ -260,7 +259,7 @@ def test_grade_and_regrade_draw_on_one_budget_per_call(store):
             max_concurrency=8,
             rate_limit=RateLimit(rpm=RPM),
         )
-        regraded = regrade(
+        regraded = regrade_of(
             store,
             batch_id=graded["batch_id"],
             grader_model="openai-compatible:fake",
@@ -318,7 +317,7 @@ def test_a_ray_batch_shares_one_budget_across_its_tasks_on_both_nodes(pg_url, ra
     try:
         with RateLimitedProvider(rpm=RPM, latency_s=0.02) as fake:
             spec = _spec(store, fake.base_url)
-            summary = run_batch(
+            summary = batch_of(
                 store,
                 spec,
                 [f"q{n}" for n in range(12)],
@@ -359,13 +358,13 @@ def test_the_batch_page_passes_its_rate_limit_fields_to_the_batch(page, monkeypa
     from tests.test_pages import _no_exception
 
     asked: dict[str, Any] = {}
-    started = workbench.start_batch
+    started = workbench.start_job
 
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        asked.update(kwargs)
-        return started(*args, **kwargs)
+    def recording(store: Any, job: Any, **kwargs: Any) -> Any:
+        asked["rate_limit"] = job.rate_limit
+        return started(store, job, **kwargs)
 
-    monkeypatch.setattr(workbench, "start_batch", recording)
+    monkeypatch.setattr(workbench, "start_job", recording)
     app = page("batch")
     app.selectbox(key="batch_scenario_helper").set_value("satisfied_first_try")
     app.button(key="batch_use_scenario").click().run()

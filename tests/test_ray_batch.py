@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from rubric_core.batch import run_batch
 from rubric_core.batch.ray_cluster import RayUnavailable, check_ray_address
 from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, SpecError
 from rubric_core.store import Store
+from tests.jobs import batch_of
 
 _SCENARIO = "needs_revision_then_satisfied"
 """Two agent turns, two verdicts: each run stores exactly two grading passes."""
@@ -74,7 +74,7 @@ def _assert_complete(store: Store, batch_id: str, n: int = _INPUTS) -> list[dict
 
 def _on_ray(store: Store, template: RunSpec, address: str, **kwargs: Any) -> Any:
     """run_batch on the cluster, 4 tasks in flight, two per node."""
-    return run_batch(
+    return batch_of(
         store,
         template,
         _inputs(),
@@ -144,7 +144,7 @@ def test_ray_address_that_does_not_answer_is_named_within_the_probe_timeout(tmp_
     template = _template(store, 0)
     started = time.monotonic()
     with pytest.raises(RayUnavailable, match=r"127\.0\.0\.1:1 does not answer"):
-        run_batch(store, template, _inputs(3), executor="ray", ray_address="127.0.0.1:1")
+        batch_of(store, template, _inputs(3), executor="ray", ray_address="127.0.0.1:1")
     assert time.monotonic() - started < 10
     assert store.count_runs() == 0  # nothing started, nothing half-stored
 
@@ -166,14 +166,14 @@ def test_ray_address_malformed_or_missing_is_a_clear_error(monkeypatch) -> None:
 def test_unknown_executor_is_refused_before_anything_runs(tmp_path) -> None:
     store = Store(tmp_path / "s.db")
     with pytest.raises(SpecError, match="executor: must be 'thread', 'process' or 'ray'"):
-        run_batch(store, _template(store, 0), _inputs(2), executor="dask")
+        batch_of(store, _template(store, 0), _inputs(2), executor="dask")
     assert store.count_runs() == 0
 
 
 def test_sqlite_store_is_refused_on_a_two_node_cluster(tmp_path, ray_address: str) -> None:
     store = Store(tmp_path / "s.db")
     with pytest.raises(RayUnavailable, match="has 2 nodes, and a SQLite store"):
-        run_batch(store, _template(store, 0), _inputs(2), executor="ray", ray_address=ray_address)
+        batch_of(store, _template(store, 0), _inputs(2), executor="ray", ray_address=ray_address)
     assert store.count_runs() == 0
 
 

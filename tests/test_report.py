@@ -11,7 +11,7 @@ from rubric_core.cli import cli
 from rubric_core.providers import load_scenario
 from rubric_core.report.html import report_html
 from rubric_core.store import Store
-from rubric_core.workbench.grade import grade_outputs
+from tests.jobs import grade_of
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '<img src=x onerror="alert(2)">'
@@ -52,7 +52,7 @@ def _hostile_batch(tmp_path) -> tuple[Store, str]:
         {"input": f"</details></td></tr></table>{IMG}", "output": SCRIPT, "labels": {}},
         {"input": '<img src="http://example.invalid/x.png">', "output": "a\nb\nrain", "labels": {}},
     ]
-    summary = grade_outputs(
+    summary = grade_of(
         store,
         rows,
         rubric_version_id=version["id"],

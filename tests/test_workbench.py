@@ -32,8 +32,9 @@ from rubric_core.workbench.agreement import (
     next_unlabelled,
 )
 from rubric_core.workbench.datasets import DatasetError, load_graded_upload
-from rubric_core.workbench.grade import GradingError, grade_by_person, grade_outputs
-from rubric_core.workbench.regrade import RegradeError, regrade
+from rubric_core.workbench.grade import GradingError, grade_by_person
+from rubric_core.workbench.regrade import RegradeError
+from tests.jobs import grade_of, regrade_of
 
 RUBRIC = "- has a title\n- cites a source"
 CRITERIA = ["has a title", "cites a source"]
@@ -78,7 +79,7 @@ def _rows(n=3, labels=None):
 
 def _graded(store, n=4):
     version = store.save_rubric_version("essay", RUBRIC)
-    return version, grade_outputs(
+    return version, grade_of(
         store,
         _rows(n),
         rubric_version_id=version["id"],
@@ -178,7 +179,7 @@ def test_the_model_is_required():
 @pytest.mark.both_backends
 def test_graded_runs_store_one_pass_each_with_dataset_labels(store):
     version = store.save_rubric_version("essay", RUBRIC)
-    summary = grade_outputs(
+    summary = grade_of(
         store,
         _rows(2, labels={"Has a title": True}),
         rubric_version_id=version["id"],
@@ -216,7 +217,7 @@ def test_dataset_labels_not_in_the_rubric_store_nothing(store):
     version = store.save_rubric_version("essay", RUBRIC)
     before = _snapshot(store)
     with pytest.raises(GradingError, match="'rhymes'"):
-        grade_outputs(
+        grade_of(
             store,
             [*_rows(2), {"row": 4, "input": "q", "output": "a", "labels": {"rhymes": True}}],
             rubric_version_id=version["id"],
@@ -270,7 +271,7 @@ def test_a_person_grades_exactly_as_a_model_would(store):
 @pytest.mark.both_backends
 def test_insufficient_evidence_is_kept_apart_through_the_store(store):
     version = store.save_rubric_version("essay", RUBRIC)
-    summary = grade_outputs(
+    summary = grade_of(
         store,
         _rows(1),
         rubric_version_id=version["id"],
@@ -374,7 +375,7 @@ def test_regrade_stores_an_experiment_and_leaves_the_runs_alone(store):
     three = verdict_turn(
         "satisfied", [("has a title", True), ("cites a source", True), ("is short", True)]
     )
-    result = regrade(
+    result = regrade_of(
         store,
         batch_id=summary["batch_id"],
         rubric_version_id=v2["id"],
@@ -394,7 +395,7 @@ def test_regrade_stores_an_experiment_and_leaves_the_runs_alone(store):
 @pytest.mark.both_backends
 def test_regrade_with_samples_reports_flip_rates(store):
     _, summary = _graded(store, n=2)
-    result = regrade(
+    result = regrade_of(
         store,
         run_ids=summary["run_ids"],
         grader_model="replay:y",
@@ -412,7 +413,7 @@ def test_regrade_with_samples_reports_flip_rates(store):
 def test_regrade_of_runs_from_different_rubrics_stores_nothing(store):
     _, summary = _graded(store, n=1)
     other = store.save_rubric_version("poem", "- rhymes")
-    poem = grade_outputs(
+    poem = grade_of(
         store,
         _rows(1),
         rubric_version_id=other["id"],
@@ -421,7 +422,7 @@ def test_regrade_of_runs_from_different_rubrics_stores_nothing(store):
     )
     before = _snapshot(store)
     with pytest.raises(RegradeError, match=r"different rubrics: 'essay'.*'poem'"):
-        regrade(
+        regrade_of(
             store,
             run_ids=[*summary["run_ids"], *poem["run_ids"]],
             grader_model="replay:y",
@@ -436,13 +437,13 @@ def test_compare_two_experiments_with_their_agreement(store):
     first, second = sorted(summary["evaluation_ids"])
     store.set_labels(first, {"has a title": True, "cites a source": True}, reviewer="ana")
     store.set_labels(second, {"has a title": True, "cites a source": False}, reviewer="ana")
-    strict = regrade(
+    strict = regrade_of(
         store,
         run_ids=summary["run_ids"],
         grader_model="replay:a",
         grader_llm_factory=lambda: _grader(FAIL_SOURCE),
     )["experiment_id"]
-    lenient = regrade(
+    lenient = regrade_of(
         store,
         run_ids=summary["run_ids"],
         grader_model="replay:b",
@@ -605,7 +606,7 @@ def test_review_leaves_out_passes_without_verdicts(store):
     from rubric_core.providers import resolve_model
 
     broken = resolve_model("replay:grader_error", role="grader")  # its grader raises
-    summary = grade_outputs(
+    summary = grade_of(
         store,
         _rows(1),
         rubric_version_id=version["id"],

@@ -1,8 +1,10 @@
-"""What every executor of a batch shares: its callbacks, checking it, one input's run, stopping.
+"""What every executor of a job shares: its units, how they are driven, stopping.
 
-The thread, process and Ray executors (`threads`, `processes`, `ray_cluster`) and the
-worker side of the out-of-process ones (`worker`) all import this module and nothing of
-each other, so the batch package has no import circle.
+A job's work is cut into units, numbered from 0 (a batch's inputs, a grade's rows, a
+re-grade's gradings); an executor (`threads`, `processes`, `ray_cluster`, and the worker
+side of the out-of-process ones, `worker`) runs the pending ones through `Units.run_unit`
+and nothing else, so every kind of job runs on every executor. All of them import this
+module and nothing of each other, so the batch package has no import circle.
 """
 
 from __future__ import annotations
@@ -10,27 +12,33 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
+from rubric_core.batch.job import EXECUTORS, ModelFactory, check_executor
 from rubric_core.runs.execute import execute_run
 from rubric_core.runs.prepare import prepare_batch_run
-from rubric_core.runs.spec import RunSpec, SpecError, check_input, validate_concurrency
+from rubric_core.runs.spec import SpecError
 from rubric_core.runs.validate import validate_spec
 
 if TYPE_CHECKING:
-    from langchain_core.language_models import BaseChatModel
-
+    from rubric_core.providers.ratelimit import RateLimit
+    from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 
 __all__ = [
     "EXECUTORS",
+    "BatchInputs",
+    "Drive",
     "ModelFactory",
     "ProgressCallback",
+    "Units",
     "check_executor",
     "mark_interrupted",
     "new_batch_id",
     "pending_inputs",
+    "report_progress",
     "run_batch_input",
     "validate_batch",
 ]
@@ -41,39 +49,62 @@ _PAGE = 500
 """Runs read from the store per query when marking a batch's runs."""
 
 ProgressCallback = Callable[[int, int, dict[str, Any]], None]
-"""`progress(finished, total, run_row)`, called once per finished run."""
-
-ModelFactory = Callable[[RunSpec], tuple["BaseChatModel", "BaseChatModel"]]
-"""`factory(spec) -> (agent_model, grader_model)`: fresh instances for one run."""
-
-EXECUTORS = ("thread", "process", "ray")
-"""Where a batch's runs execute: threads of this process, worker processes of this machine
-(one per core, threads in each), or tasks on a Ray cluster."""
+"""`progress(finished, total, row)`, called once per finished unit (for a batch or a
+grade the unit's run row; for a re-grade the experiment item)."""
 
 
-def validate_batch(
-    store: Store, spec_template: RunSpec, inputs: Sequence[str], concurrency: object
-) -> int:
-    """Check a batch completely before any of its runs starts; returns the concurrency.
+class Units(Protocol):
+    """A job's work made ready, cut into units `0..total-1`; picklable for the workers."""
 
-    The concurrency, then that there are inputs, then every input, then the spec
-    (with the first input, as `validate_spec` does for one run).
+    @property
+    def batch_id(self) -> str:
+        """What the job's runs are stored under (`mark_interrupted` on a stop), its logs' name."""
+        ...
 
-    Raises:
-        SpecError: Naming `concurrency`, `inputs`, `inputs[<index>]` or a spec field.
+    @property
+    def factory_field(self) -> str:
+        """The field holding the caller's code (a factory): named when it cannot be pickled."""
+        ...
 
-    Examples:
-        >>> validate_batch(store, spec, ["fine", "  "], 4)  # doctest: +SKIP
-        Traceback (most recent call last):
-        SpecError: inputs[1]: is empty; give the agent something to do
-    """
-    checked = validate_concurrency(concurrency)
-    if not inputs:
-        raise SpecError("inputs", "the dataset has no inputs")
-    for index, text in enumerate(inputs):
-        check_input(text, f"inputs[{index}]")
-    validate_spec(spec_template.with_input(inputs[0]), store)
-    return checked
+    @property
+    def total(self) -> int:
+        """How many units the job has."""
+        ...
+
+    def run_unit(
+        self, store: Store, index: int, stop_event: threading.Event
+    ) -> dict[str, Any] | None:
+        """Do unit `index` into `store`; the row to report (`None`: it did not run).
+
+        Doing it again for a unit that was cut short continues it, and does nothing for a
+        finished one: resuming and a retried Ray task rely on that. Never raises for a
+        unit that fails: the outcome is what it stored."""
+        ...
+
+
+@dataclass(frozen=True)
+class Drive:
+    """How an executor drives a job's units; the same for every executor."""
+
+    concurrency: int
+    """Units at once."""
+    stop: threading.Event = field(default_factory=threading.Event)
+    """Set: running units stop (runs end `interrupted`), no more start."""
+    progress: ProgressCallback | None = None
+    rate_limit: RateLimit | None = None
+    """One budget for every unit of the job (see `batch.limits`); `None`: unpaced."""
+
+
+def report_progress(
+    drive: Drive, finished: int, total: int, row: dict[str, Any], batch_id: str
+) -> None:
+    """Call the job's progress callback; one that raises is logged, the job goes on."""
+    if drive.progress is None:
+        return
+    try:
+        drive.progress(finished, total, row)
+    except Exception:
+        logger.exception("batch %s: progress callback raised", batch_id)
 
 
 def run_batch_input(
@@ -88,10 +119,11 @@ def run_batch_input(
 ) -> int | None:
     """Run input `index` of a batch to the end; returns its run id (`None`: it did not start).
 
-    Both executors run each input through this: a thread of `run_batch`, or a Ray task on
-    another machine. Repeating it for the same `(batch_id, index)` continues the input's
-    stored run rather than starting another (`prepare_batch_run`), and does nothing once
-    that run is final. Never raises for a run that fails: the outcome is its stored status.
+    Every executor runs each input through this: a thread of this process, of a worker
+    process, or a Ray worker on another machine. Repeating it for the same
+    `(batch_id, index)` continues the input's stored run rather than starting another
+    (`prepare_batch_run`), and does nothing once that run is final. Never raises for a
+    run that fails: the outcome is its stored status.
     """
     if stop_event.is_set():
         return None
@@ -118,11 +150,50 @@ def run_batch_input(
     return prepared.handle.run_id
 
 
+@dataclass(frozen=True)
+class BatchInputs:
+    """The units of a batch: input `index` run with `spec_template` (`run_batch_input`)."""
+
+    spec_template: RunSpec
+    inputs: tuple[str, ...]
+    batch_id: str
+    model_factory: ModelFactory | None = None
+    factory_field: str = "model_factory"
+
+    @property
+    def total(self) -> int:
+        return len(self.inputs)
+
+    def run_unit(
+        self, store: Store, index: int, stop_event: threading.Event
+    ) -> dict[str, Any] | None:
+        run_id = run_batch_input(
+            store,
+            self.spec_template,
+            batch_id=self.batch_id,
+            index=index,
+            text=self.inputs[index],
+            stop_event=stop_event,
+            model_factory=self.model_factory,
+        )
+        return None if run_id is None else store.get_run(run_id)
+
+
+def validate_batch(store: Store, spec_template: RunSpec, inputs: tuple[str, ...]) -> None:
+    """Check a batch's spec against the store with its first input (as `validate_spec`
+    does for one run); the inputs themselves were checked when the `Job` was built.
+
+    Raises:
+        SpecError: Naming a spec field.
+    """
+    validate_spec(spec_template.with_input(inputs[0]), store)
+
+
 def new_batch_id() -> str:
-    """A fresh batch id (`batch-` and 16 hex digits): the one `run_batch` makes when given none.
+    """A fresh batch id (`batch-` and 16 hex digits): the one a batch job makes when given none.
 
     A caller that must name the batch before it ends (the CLI, to stop it and summarise
-    it after a Ctrl-C) makes it here and passes it as `run_batch(batch_id=...)`.
+    it after a Ctrl-C) makes it here and passes it as `Job(batch_id=...)`.
 
     Examples:
         >>> new_batch_id().startswith("batch-"), len(new_batch_id())
@@ -139,7 +210,7 @@ def mark_interrupted(
     `indexes` limits it to those inputs (default: every running run of the batch). A
     stopped batch calls this at once, so the store shows its in-flight runs as stopped
     while their workers wind down; a run's own end, when its worker gets there, is stored
-    over it. Resuming the batch (`run_batch(..., resume=True)`) continues these runs.
+    over it. Resuming the batch (`Job(batch_id=..., resume=True)`) continues these runs.
     """
     if indexes is not None and not indexes:
         return 0
@@ -157,15 +228,6 @@ def mark_interrupted(
             except Exception:
                 logger.exception("batch %s: could not mark run %s interrupted", batch_id, run["id"])
     return marked
-
-
-def check_executor(executor: object) -> str:
-    """`executor` if it is one of `EXECUTORS`, else a `SpecError` naming the choices."""
-    if executor not in EXECUTORS:
-        *others, last = (repr(name) for name in EXECUTORS)
-        choices = f"{', '.join(others)} or {last}"
-        raise SpecError("executor", f"must be {choices}, got {executor!r}")
-    return str(executor)
 
 
 def pending_inputs(

@@ -24,8 +24,9 @@ call (`interrupted`), no input is taken any more, and the driver marks the runs 
 crash loses nothing stored). A worker that dies leaves its runs `running` only until the
 driver sees it gone and marks them `interrupted`; resuming the batch continues them.
 
-`model_factory` (and the spec) are pickled to the workers, so a factory must be a
-module-level function, as with Ray.
+The job's units (the spec and the caller's model or grader factory) are pickled to the
+workers, so a factory must be a module-level function or a picklable object, as with Ray.
+Any job runs here: a batch's inputs, a grade's rows, a re-grade's gradings.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import time
 from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import TYPE_CHECKING, Any
 
-from rubric_core.batch.common import mark_interrupted
+from rubric_core.batch.common import mark_interrupted, report_progress
 from rubric_core.batch.limits import process_book
 from rubric_core.batch.worker import close_worker_stores, run_input_in_worker
 from rubric_core.runs.spec import SpecError
@@ -51,12 +52,11 @@ from rubric_core.runs.spec import SpecError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from rubric_core.batch.common import ModelFactory, ProgressCallback
-    from rubric_core.providers.ratelimit import BookLike, RateLimit
-    from rubric_core.runs.spec import RunSpec
+    from rubric_core.batch.common import Drive, Units
+    from rubric_core.providers.ratelimit import BookLike
     from rubric_core.store import Store
 
-__all__ = ["plan_workers", "run_in_processes"]
+__all__ = ["check_picklable", "plan_workers", "run_in_processes"]
 
 logger = logging.getLogger(__name__)
 
@@ -130,18 +130,16 @@ def _watch(stop: Any, local: threading.Event, done: threading.Event) -> None:
 
 def _serve(
     target: str,
-    spec_template: RunSpec,
-    batch_id: str,
+    units: Units,
     threads: int,
-    model_factory: ModelFactory | None,
     tasks: Any,
     results: Any,
     stop: Any,
     book: BookLike | None = None,
 ) -> None:
-    """A worker process: `threads` threads take inputs from `tasks` until a `None` each.
+    """A worker process: `threads` threads take unit indexes from `tasks` until a `None` each.
 
-    `book` is the batch's rate limit (a proxy of the manager's book), asked by every run."""
+    `book` is the job's rate limit (a proxy of the manager's book), asked by every unit."""
     # Ctrl-C reaches the whole process group; the driver stops the batch, not each worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     local_stop, done = threading.Event(), threading.Event()
@@ -157,23 +155,16 @@ def _serve(
                 continue
             if item is None:
                 return
-            index, text = item
+            index = int(item)
             results.put(("started", pid, index, None))
-            run_id = None
+            row = None
             try:
-                run_id = run_input_in_worker(
-                    target,
-                    spec_template,
-                    batch_id=batch_id,
-                    index=index,
-                    text=text,
-                    stop_event=local_stop,
-                    model_factory=model_factory,
-                    book=book,
+                row = run_input_in_worker(target, units, index, local_stop, book)
+            except Exception:  # a unit logs and stores its own failures
+                logger.exception(
+                    "batch %s: input %d failed in worker %d", units.batch_id, index, pid
                 )
-            except Exception:  # run_batch_input logs and stores its own failures
-                logger.exception("batch %s: input %d failed in worker %d", batch_id, index, pid)
-            results.put(("finished", pid, index, run_id))
+            results.put(("finished", pid, index, row))
 
     workers = [
         threading.Thread(target=loop, name=f"rubric-batch-{n}", daemon=True) for n in range(threads)
@@ -193,32 +184,24 @@ class _Driver:
     """The driver's view of a process batch: which worker runs which input, what finished."""
 
     def __init__(
-        self,
-        store: Store,
-        batch_id: str,
-        total: int,
-        finished: int,
-        progress: ProgressCallback | None,
+        self, store: Store, batch_id: str, total: int, finished: int, drive: Drive
     ) -> None:
         self.store, self.batch_id, self.total = store, batch_id, total
-        self.finished, self.progress = finished, progress
+        self.finished, self.drive = finished, drive
         self.in_flight: dict[int, set[int]] = {}  # pid -> input indexes
         self.reported = 0  # inputs of this batch the workers have reported finished
 
-    def handle(self, message: tuple[str, int, int, int | None]) -> None:
-        kind, pid, index, run_id = message
+    def handle(self, message: tuple[str, int, int, dict[str, Any] | None]) -> None:
+        kind, pid, index, row = message
         if kind == "started":
             self.in_flight.setdefault(pid, set()).add(index)
             return
         self.in_flight.get(pid, set()).discard(index)
         self.reported += 1
-        if run_id is None or self.progress is None:
+        if row is None:
             return
         self.finished += 1
-        try:
-            self.progress(self.finished, self.total, self.store.get_run(run_id))
-        except Exception:
-            logger.exception("batch %s: progress callback raised", self.batch_id)
+        report_progress(self.drive, self.finished, self.total, row, self.batch_id)
 
     def lost(self, pid: int, reason: str) -> None:
         """Worker `pid` is gone: its runs in flight end `interrupted`."""
@@ -235,94 +218,70 @@ def _drain(results: Any, driver: _Driver) -> None:
             return
 
 
-def _check_picklable(model_factory: ModelFactory | None) -> None:
-    """A factory travels to the workers by pickle; refuse one that cannot, before any run."""
+def check_picklable(units: Units) -> None:
+    """A job's units travel to the workers by pickle; refuse them before any unit runs
+    if they cannot (the caller's factory is what can fail: a lambda or a closure).
+
+    Raises:
+        SpecError: Naming `units.factory_field`.
+    """
     try:
-        pickle.dumps(model_factory)
+        pickle.dumps(units)
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
         msg = (
             "must be picklable to reach worker processes (a module-level function, not a "
-            f"lambda or a closure) for executor='process': {exc}"
+            f"lambda or a closure) for executor='process' or 'ray': {exc}"
         )
-        raise SpecError("model_factory", msg) from exc
+        raise SpecError(units.factory_field, msg) from exc
 
 
-def run_in_processes(
-    store: Store,
-    spec_template: RunSpec,
-    inputs: Sequence[str],
-    pending: Sequence[int],
-    *,
-    batch_id: str,
-    concurrency: int,
-    progress: ProgressCallback | None,
-    stop: threading.Event,
-    model_factory: ModelFactory | None,
-    rate_limit: RateLimit | None = None,
-) -> None:
-    """Run inputs `pending` of a batch on worker processes, at most `concurrency` at once.
+def run_in_processes(store: Store, units: Units, pending: Sequence[int], drive: Drive) -> None:
+    """Run units `pending` of a job on worker processes, at most `drive.concurrency` at once.
 
-    `run_batch(..., executor="process")` calls this after validating the batch. Setting
-    `stop` stops the workers' runs (`interrupted`, marked at once), takes no more inputs,
-    and terminates a worker still going `_STOP_GRACE_S` later. A `rate_limit` is held by
-    a manager process for the batch's length, every worker's runs asking it.
+    The job's runner calls this for `executor="process"` after checking the job. Setting
+    `drive.stop` stops the workers' runs (`interrupted`, marked at once), takes no more
+    units, and terminates a worker still going `_STOP_GRACE_S` later. A rate limit is
+    held by a manager process for the job's length, every worker's units asking it.
 
     Raises:
-        SpecError: `model_factory` cannot be pickled to the workers.
+        SpecError: The units (their factory) cannot be pickled to the workers.
     """
-    _check_picklable(model_factory)
+    check_picklable(units)
     if not pending:
         return
     context = _context()
-    with process_book(rate_limit, context) as book:
-        _run_workers(
-            store,
-            spec_template,
-            inputs,
-            pending,
-            context,
-            book,
-            batch_id=batch_id,
-            concurrency=concurrency,
-            progress=progress,
-            stop=stop,
-            model_factory=model_factory,
-        )
+    with process_book(drive.rate_limit, context) as book:
+        _run_workers(store, units, pending, context, book, drive)
 
 
 def _run_workers(
     store: Store,
-    spec_template: RunSpec,
-    inputs: Sequence[str],
+    units: Units,
     pending: Sequence[int],
     context: ForkServerContext | SpawnContext,
     book: BookLike | None,
-    *,
-    batch_id: str,
-    concurrency: int,
-    progress: ProgressCallback | None,
-    stop: threading.Event,
-    model_factory: ModelFactory | None,
+    drive: Drive,
 ) -> None:
-    plan = plan_workers(concurrency, len(pending))
+    stop = drive.stop
+    plan = plan_workers(drive.concurrency, len(pending))
     tasks: Any = context.Queue()
     results: Any = context.Queue()
     shared_stop: Any = context.RawValue("b", 0)
     for index in pending:
-        tasks.put((index, inputs[index]))
+        tasks.put(index)
     for _ in range(sum(plan)):
         tasks.put(None)
     processes = [
         context.Process(
             target=_serve,
-            args=(store.target, spec_template, batch_id, threads, model_factory),
+            args=(store.target, units, threads),
             kwargs={"tasks": tasks, "results": results, "stop": shared_stop, "book": book},
             name=f"rubric-batch-worker-{n}",
             daemon=True,
         )
         for n, threads in enumerate(plan)
     ]
-    driver = _Driver(store, batch_id, len(inputs), len(inputs) - len(pending), progress)
+    driver = _Driver(store, units.batch_id, units.total, units.total - len(pending), drive)
     try:
         for process in processes:
             process.start()

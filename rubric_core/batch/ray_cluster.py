@@ -1,4 +1,5 @@
-"""Batches on a Ray cluster: each input run by one of the batch's Ray workers into the store.
+"""Jobs on a Ray cluster: each unit (a batch's input, a grade's row, a re-grade's grading)
+run by one of the job's Ray workers into the store.
 
 Ray does the placement, the restarts and the retries; this module hands the inputs to
 `concurrency` actors (`batch.ray_pool`: kept for the batch and, by this process, for the
@@ -38,8 +39,9 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from rubric_core import config
-from rubric_core.batch.common import mark_interrupted
+from rubric_core.batch.common import mark_interrupted, report_progress
 from rubric_core.batch.limits import RayBook, ray_book
+from rubric_core.batch.processes import check_picklable
 from rubric_core.batch.ray_pool import RunnerPool, pools
 from rubric_core.errors import RubricStudioError
 from rubric_core.extras import MissingExtra
@@ -50,9 +52,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from types import ModuleType
 
-    from rubric_core.batch.common import ModelFactory, ProgressCallback
-    from rubric_core.providers.ratelimit import RateLimit
-    from rubric_core.runs.spec import RunSpec
+    from rubric_core.batch.common import Drive, Units
     from rubric_core.store import Store
 
 __all__ = [
@@ -287,89 +287,64 @@ def _error_line(exc: BaseException) -> str:
 
 def run_on_ray(
     store: Store,
-    spec_template: RunSpec,
-    inputs: Sequence[str],
+    units: Units,
     pending: Sequence[int],
+    drive: Drive,
     *,
-    batch_id: str,
-    concurrency: int,
-    progress: ProgressCallback | None,
-    stop: threading.Event,
-    model_factory: ModelFactory | None,
     address: str | None,
     task_cpus: float = 1.0,
     max_retries: int = _MAX_RETRIES,
     runtime_env: Mapping[str, Any] | None = None,
-    rate_limit: RateLimit | None = None,
 ) -> None:
-    """Run inputs `pending` of a batch on `concurrency` Ray workers of `task_cpus` CPUs each.
+    """Run units `pending` of a job on `drive.concurrency` Ray workers of `task_cpus` CPUs each.
 
-    `run_batch(..., executor="ray")` calls this after validating the batch. Setting
-    `stop` kills the workers of the inputs in flight, hands out no more and marks their
-    runs `interrupted`; an input whose worker died more than `max_retries` times is
-    marked `interrupted` too, so resuming the batch continues it. A `rate_limit` is held
-    for the batch's length by a server on this machine (`batch.limits.ray_book`), every
-    run asking it. The workers stay for this process's next Ray batch (`batch.ray_pool`).
+    The job's runner calls this for `executor="ray"` after checking the job. Setting
+    `drive.stop` kills the workers of the units in flight, hands out no more and marks
+    their runs `interrupted`; a unit whose worker died more than `max_retries` times is
+    marked `interrupted` too, so resuming the job continues it. A rate limit is held
+    for the job's length by a server on this machine (`batch.limits.ray_book`), every
+    unit asking it. The workers stay for this process's next Ray job (`batch.ray_pool`).
 
     Raises:
-        RayUnavailable: The cluster does not answer or cannot run the batch (a SQLite
+        RayUnavailable: The cluster does not answer or cannot run the job (a SQLite
             store on several nodes, workers that cannot import rubric_core).
+        SpecError: The units (their factory) cannot be pickled to the workers.
     """
     if isinstance(task_cpus, bool) or not isinstance(task_cpus, int | float) or task_cpus <= 0:
         raise SpecError("ray_task_cpus", f"must be a positive number of CPUs, got {task_cpus!r}")
+    check_picklable(units)
     resolved = check_ray_address(address)
     ray = _connect(resolved, runtime_env)
     target = _store_target(store, ray, resolved)
     _prepare_checkpoints(store)
-    with pools.take(ray, task_cpus, max_retries) as pool, ray_book(ray, rate_limit) as book:
-        _drive(
-            ray,
-            pool,
-            store,
-            spec_template,
-            inputs,
-            pending,
-            target,
-            book,
-            batch_id=batch_id,
-            concurrency=concurrency,
-            progress=progress,
-            stop=stop,
-            model_factory=model_factory,
-        )
+    with pools.take(ray, task_cpus, max_retries) as pool, ray_book(ray, drive.rate_limit) as book:
+        _drive(ray, pool, store, units, pending, (target, book), drive)
 
 
 def _drive(
     ray: ModuleType,
     pool: RunnerPool,
     store: Store,
-    spec_template: RunSpec,
-    inputs: Sequence[str],
+    units: Units,
     pending: Sequence[int],
-    target: str,
-    book: RayBook | None,
-    *,
-    batch_id: str,
-    concurrency: int,
-    progress: ProgressCallback | None,
-    stop: threading.Event,
-    model_factory: ModelFactory | None,
+    where: tuple[str, RayBook | None],
+    drive: Drive,
 ) -> None:
-    """Hand the inputs to the pool's actors, one each at a time, and wait for them."""
-    spec_ref = ray.put(spec_template)
+    """Hand the units to the pool's actors, one each at a time, and wait for them."""
+    target, book = where
+    batch_id, stop = units.batch_id, drive.stop
+    units_ref = ray.put(units)
     queue = list(pending)
     queue.reverse()
-    free = list(reversed(pool.grow(min(concurrency, len(pending)))))
+    free = list(reversed(pool.grow(min(drive.concurrency, len(pending)))))
     in_flight: dict[Any, tuple[int, Any]] = {}
-    finished = len(inputs) - len(pending)
+    finished = units.total - len(pending)
     lost: dict[int, str] = {}
     try:
         while (queue or in_flight) and not stop.is_set():
             while queue and free:
                 index, actor = queue.pop(), free.pop()
-                ref = actor.run.remote(
-                    target, spec_ref, batch_id, index, inputs[index], model_factory, book
-                )
+                ref = actor.run.remote(target, units_ref, index, book)
                 in_flight[ref] = (index, actor)
             ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=_POLL_S)
             for ref in ready:
@@ -386,22 +361,18 @@ def _drive(
                     free.append(actor)
                     continue
                 free.append(actor)
-                run_id = result.get("run_id")
+                row = result.get("row")
                 logger.debug(
-                    "batch %s: input %d ran as run %s on node %s (pid %s)",
+                    "batch %s: input %d ran on node %s (pid %s)",
                     batch_id,
                     index,
-                    run_id,
                     result.get("node_id"),
                     result.get("pid"),
                 )
-                if run_id is None or progress is None:
+                if row is None:
                     continue
                 finished += 1
-                try:
-                    progress(finished, len(inputs), store.get_run(int(run_id)))
-                except Exception:
-                    logger.exception("batch %s: progress callback raised", batch_id)
+                report_progress(drive, finished, units.total, row, batch_id)
     finally:
         stopped = {index for index, _ in in_flight.values()}
         if in_flight:

@@ -36,9 +36,8 @@ from rubric_core.batch.worker import run_input_in_worker
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from rubric_core.batch.common import ModelFactory
+    from rubric_core.batch.common import Units
     from rubric_core.batch.limits import RayBook
-    from rubric_core.runs.spec import RunSpec
 
 __all__ = ["POOL_IDLE_ENV", "RunActor", "RunnerPool", "pools"]
 
@@ -49,33 +48,17 @@ POOL_IDLE_ENV = "RUBRIC_STUDIO_RAY_POOL_IDLE_S"
 
 
 class RunActor:
-    """One Ray worker of a batch: runs one input at a time into the store at `target`."""
+    """One Ray worker of a job: runs one unit at a time into the store at `target`."""
 
     def run(
-        self,
-        target: str,
-        spec_template: RunSpec,
-        batch_id: str,
-        index: int,
-        text: str,
-        model_factory: ModelFactory | None,
-        book: RayBook | None = None,
+        self, target: str, units: Units, index: int, book: RayBook | None = None
     ) -> dict[str, Any]:
-        """Run input `index` of the batch; where it ran: `{run_id, pid, node_id}`."""
+        """Run unit `index` of the job; its row and where it ran: `{row, pid, node_id}`."""
         import ray
 
-        run_id = run_input_in_worker(
-            target,
-            spec_template,
-            batch_id=batch_id,
-            index=index,
-            text=text,
-            stop_event=threading.Event(),
-            model_factory=model_factory,
-            book=book,
-        )
+        row = run_input_in_worker(target, units, index, threading.Event(), book)
         return {
-            "run_id": run_id,
+            "row": row,
             "pid": os.getpid(),
             "node_id": ray.get_runtime_context().get_node_id(),
         }

@@ -1,7 +1,7 @@
-"""The worker side of a batch in another process: open the store from its target, run one input.
+"""The worker side of a job in another process: open the store from its target, run one unit.
 
-Both out-of-process executors run each input through `run_input_in_worker`: a thread of a
-worker process (`process_batch`) and a Ray task (`ray_batch`). A `Store` is never pickled;
+Both out-of-process executors run each unit through `run_input_in_worker`: a thread of a
+worker process (`processes`) and a Ray worker (`ray_pool`). A `Store` is never pickled;
 a worker opens its own from the store's target (a file path or a `postgresql://` URL), so
 each process has its own single writer and its own checkpointer, and the processes meet
 only in the database, as the runs and the pages always do.
@@ -10,15 +10,13 @@ only in the database, as the runs and the pages always do.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rubric_core.batch.common import run_batch_input
 from rubric_core.providers.ratelimit import use_book
 
 if TYPE_CHECKING:
-    from rubric_core.batch.common import ModelFactory
+    from rubric_core.batch.common import Units
     from rubric_core.providers.ratelimit import BookLike
-    from rubric_core.runs.spec import RunSpec
     from rubric_core.store import Store
 
 __all__ = ["close_worker_stores", "run_input_in_worker", "worker_store"]
@@ -55,29 +53,13 @@ def close_worker_stores() -> None:
 
 
 def run_input_in_worker(
-    target: str,
-    spec_template: RunSpec,
-    *,
-    batch_id: str,
-    index: int,
-    text: str,
-    stop_event: threading.Event,
-    model_factory: ModelFactory | None,
-    book: BookLike | None = None,
-) -> int | None:
-    """Run input `index` of a batch into the store at `target`; its run id (`None`: not started).
+    target: str, units: Units, index: int, stop_event: threading.Event, book: BookLike | None
+) -> dict[str, Any] | None:
+    """Run unit `index` of a job into the store at `target`; its row (`None`: not run).
 
-    `run_batch_input` on this process's store: repeating it for the same input continues
-    that input's run, so a retried task or a resumed batch never stores a pass twice.
-    Its requests ask `book`, the batch's rate limit (`None`: unpaced).
+    `Units.run_unit` on this process's store: repeating it for the same unit continues
+    it, so a retried task or a resumed job never stores a pass twice. Its requests ask
+    `book`, the job's rate limit (`None`: unpaced).
     """
     with use_book(book):
-        return run_batch_input(
-            worker_store(target),
-            spec_template,
-            batch_id=batch_id,
-            index=index,
-            text=text,
-            stop_event=stop_event,
-            model_factory=model_factory,
-        )
+        return units.run_unit(worker_store(target), index, stop_event)

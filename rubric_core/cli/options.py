@@ -50,7 +50,7 @@ def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    """Where a batch runs: `--executor`, `--ray-address`, `--ray-task-cpus`."""
+    """Where a job (batch, grade, re-grade) runs: `--executor`, `--ray-address`, `--ray-task-cpus`."""
 
     executor: str = "thread"
     """`--executor`: `thread` (this process), `process` (worker processes) or `ray` (a Ray cluster)."""
@@ -58,6 +58,14 @@ class ExecutorOptions:
     """`--ray-address` (also `$RUBRIC_STUDIO_RAY_ADDRESS`): the head node, `HOST:PORT`."""
     ray_task_cpus: float = 1.0
     """`--ray-task-cpus`: CPUs each Ray worker of a batch reserves."""
+
+    def job_options(self) -> dict[str, Any]:
+        """These options as `Job` fields (`Job(work, **executor.job_options(), ...)`)."""
+        return {
+            "executor": self.executor,
+            "ray_address": self.ray_address,
+            "ray_task_cpus": self.ray_task_cpus,
+        }
 
 
 _EXECUTOR_FIELDS = tuple(f.name for f in fields(ExecutorOptions))
@@ -69,7 +77,8 @@ _EXECUTOR_OPTIONS = (
         default="thread",
         show_default=True,
         help="thread: runs in this process; process: worker processes, one per core; "
-        "ray: Ray workers on a cluster, one input each at a time (needs a postgresql:// store).",
+        "ray: Ray workers on a cluster, one input (row, grading) each at a time (needs a "
+        "postgresql:// store).",
     ),
     click.option(
         "--ray-address",

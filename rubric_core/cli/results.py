@@ -145,26 +145,28 @@ def _run_dataset(store: Store, spec: SpecOptions, input_file: Path, concurrency:
                     f"rubric {spec.rubric_name!r} has criteria without a code check, which "
                     f"need --grader-model: {'; '.join(judged)}"
                 )
-        summary = _guard(
-            lambda: grade_outputs(
-                store,
-                rows,
-                rubric_version_id=int(version["id"]),
-                grader_model=grader or CHECKS_GRADER,
-                grader_tools=spec.grader_tools,
-                source=input_file.name,
+        from rubric_core.batch import Grader, GradeRows, Job
+
+        def grade() -> Any:
+            judge = Grader(
+                grader or CHECKS_GRADER,
+                tuple(spec.grader_tools),
                 base_url=spec.base_url,
-                max_concurrency=concurrency,
-                grader_llm_factory=None if grader else _no_grader,
+                factory=None if grader else _no_grader,
             )
-        )
+            work = GradeRows(tuple(rows), int(version["id"]), judge, source=input_file.name)
+            return grade_outputs(store, Job(work, concurrency=concurrency))
+
+        summary = _guard(grade)
         return str(summary["batch_id"])
-    from rubric_core.batch import run_batch
+    from rubric_core.batch import Job, RunInputs, run_batch
 
     assert inputs is not None
     run_spec = build_spec(store, spec, inputs[0])
     check_spec(store, run_spec)
-    return _guard(lambda: run_batch(store, run_spec, inputs, concurrency=concurrency)).batch_id
+    return _guard(
+        lambda: run_batch(store, Job(RunInputs(run_spec, tuple(inputs)), concurrency=concurrency))
+    ).batch_id
 
 
 def _figures(store: Store, reference: str, what: str) -> Figures:

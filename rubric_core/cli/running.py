@@ -399,11 +399,11 @@ def batch(
     """
     from tqdm import tqdm
 
-    from rubric_core.batch import run_batch
+    from rubric_core.batch import Job, RunInputs
     from rubric_core.batch.common import new_batch_id
     from rubric_core.batch.ray_cluster import RayUnavailable, check_ray_address
     from rubric_core.runs import SpecError
-    from rubric_core.workbench import DatasetError, load_dataset
+    from rubric_core.workbench import DatasetError, load_dataset, start_job
 
     try:
         inputs = load_dataset(input_file)
@@ -417,12 +417,23 @@ def batch(
         except RayUnavailable as exc:
             raise BadInput(str(exc)) from exc
     store = open_store(db)
-    stop = threading.Event()
     batch_id = resume_batch or new_batch_id()
     stopping = False
+    handle = None
     try:
         run_spec = build_spec(store, spec, inputs[0])
         check_spec(store, run_spec)
+        try:
+            job = Job(
+                RunInputs(run_spec, tuple(inputs)),
+                concurrency=concurrency,
+                rate_limit=rate_limit,
+                batch_id=batch_id,
+                resume=resume_batch is not None,
+                **executor.job_options(),
+            )
+        except SpecError as exc:
+            raise BadInput(str(exc)) from exc
         done_before = len(store.finished_inputs(resume_batch)) if resume_batch else 0
         bar = tqdm(
             total=len(inputs), initial=done_before, unit="run", file=sys.stderr, desc="batch"
@@ -433,41 +444,20 @@ def batch(
             bar.set_postfix_str(row.get("status", ""), refresh=False)
             bar.refresh()
 
-        result: dict[str, Any] = {}
-        ended = threading.Event()
-
-        def work() -> None:
-            try:
-                result["summary"] = run_batch(
-                    store,
-                    run_spec,
-                    inputs,
-                    concurrency=concurrency,
-                    progress=progress,
-                    stop_event=stop,
-                    batch_id=batch_id,
-                    resume=resume_batch is not None,
-                    executor=executor.executor,
-                    ray_address=executor.ray_address,
-                    ray_task_cpus=executor.ray_task_cpus,
-                    rate_limit=rate_limit,
-                )
-            except BaseException as exc:
-                result["error"] = exc
-            finally:
-                ended.set()
-
-        worker = threading.Thread(target=work, name="rubric-batch", daemon=True)
-        worker.start()
+        try:
+            handle = start_job(store, job, progress=progress)
+        except (SpecError, RayUnavailable) as exc:
+            bar.close()
+            raise BadInput(str(exc)) from exc
         try:
             # An Event, not Thread.join(): on Python 3.11 a KeyboardInterrupt during join()
             # can leave the thread looking finished while its workers still run.
-            while not ended.wait(0.2):
+            while not handle.wait(0.2):
                 pass
         except KeyboardInterrupt:
             stopping = True
             bar.close()
-            stopped = _stop_batch(store, batch_id, stop, ended)
+            stopped = _stop_batch(store, batch_id, handle.stop_event, handle.ended)
             if not stopped:
                 # Workers still inside a model call: closing the store under them would
                 # only add tracebacks; their runs are stored as interrupted already.
@@ -475,21 +465,21 @@ def batch(
                 click.echo(f"Resume with: --resume {batch_id}", err=True)
                 sys.exit(EXIT_INTERRUPTED)
         bar.close()
-        if "error" in result and not stopping:
-            error = result["error"]
+        if handle.exception is not None and not stopping:
+            error = handle.exception
             if isinstance(error, SpecError | RayUnavailable):
                 raise BadInput(str(error)) from error
             raise error
-        summary = result.get("summary") or _summary_so_far(store, batch_id)
+        summary = handle.result or _summary_so_far(store, batch_id)
         _print_summary(summary, as_json)
-        if stopping or stop.is_set():
+        if stopping or handle.stop_event.is_set():
             click.echo(f"Resume with: --resume {summary.batch_id}", err=True)
     finally:
-        if not stopping or ended.is_set():
+        if not stopping or (handle is not None and handle.done()):
             store.close()
     if stopping:
         sys.exit(EXIT_INTERRUPTED)
-    failed = stop.is_set() or summary.by_status.get("error", 0) > 0
+    failed = handle.stop_event.is_set() or summary.by_status.get("error", 0) > 0
     sys.exit(EXIT_NOT_SATISFIED if failed else EXIT_OK)
 
 

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rubric_core.cli.common import CONTEXT, BadInput, open_store
-from rubric_core.cli.options import db_option, rate_limit_options
+from rubric_core.cli.options import db_option, executor_options, rate_limit_options
 from rubric_core.errors import InputError
 from rubric_core.schema import CHECKS_GRADER
 
 if TYPE_CHECKING:
+    from rubric_core.cli.options import ExecutorOptions
     from rubric_core.providers.ratelimit import RateLimit
 
 __all__ = ["agreement", "grade", "label", "regrade"]
@@ -61,6 +62,7 @@ def _run(job: Any) -> Any:
 @_samples
 @_tool
 @click.option("--concurrency", type=int, default=4, show_default=True, help="Passes at once.")
+@executor_options
 @rate_limit_options
 @click.option(
     "--resume",
@@ -78,6 +80,7 @@ def grade(
     samples: int,
     tools: tuple[str, ...],
     concurrency: int,
+    executor: ExecutorOptions,
     rate_limit: RateLimit | None,
     resume_batch: str | None,
     as_json: bool,
@@ -97,6 +100,7 @@ def grade(
         python -m rubric_core grade --input-file outputs.csv --rubric essay@2 \\
             --grader openai:gpt-4.1-mini --resume graded-3f2a9c0d1e4b5a6f
     """
+    from rubric_core.batch import Grader
     from rubric_core.workbench.grade import grade_file
 
     store = open_store(db)
@@ -106,13 +110,12 @@ def grade(
                 store,
                 str(input_file),
                 rubric=rubric,
-                grader_model=grader_model or CHECKS_GRADER,
-                samples=samples,
-                grader_tools=list(tools),
-                max_concurrency=concurrency,
+                grader=Grader(grader_model or CHECKS_GRADER, tuple(tools), samples=samples),
+                concurrency=concurrency,
                 rate_limit=rate_limit,
                 batch_id=resume_batch,
                 resume=resume_batch is not None,
+                **executor.job_options(),
             )
         )
     finally:
@@ -170,6 +173,7 @@ def grade(
 )
 @click.option("--name", default=None, help="The experiment's name.")
 @click.option("--concurrency", type=int, default=8, show_default=True, help="Gradings at once.")
+@executor_options
 @rate_limit_options
 @_json
 @db_option
@@ -188,6 +192,7 @@ def regrade(
     all_passes: bool,
     name: str | None,
     concurrency: int,
+    executor: ExecutorOptions,
     rate_limit: RateLimit | None,
     as_json: bool,
     db: str | None,
@@ -205,21 +210,25 @@ def regrade(
             --grader openai:gpt-4.1 --samples 3
         python -m rubric_core regrade --resume 4
     """
+    from rubric_core.batch import Grader, Job, RegradePasses
     from rubric_core.cli.common import read_text
     from rubric_core.store import RunFilters
     from rubric_core.workbench.regrade import regrade as run_regrade
-    from rubric_core.workbench.regrade import resume_regrade
 
     # No --grader (or --grader none): code checks only, refused with the judged criterion
     # named when the rubric has one (`runs.grader_problem`, as on every front door).
     store = open_store(db)
+    how: dict[str, Any] = {
+        "concurrency": concurrency,
+        "rate_limit": rate_limit,
+        **executor.job_options(),
+    }
     try:
 
         def job() -> Any:
             if resume_id is not None:
-                return resume_regrade(
-                    store, resume_id, max_concurrency=concurrency, rate_limit=rate_limit
-                )
+                work = RegradePasses(experiment_id=resume_id)
+                return run_regrade(store, Job(work, resume=True, **how))
             filters = None
             if rubric_name or status or model:
                 filters = RunFilters(rubric=rubric_name, status=status, model=model)
@@ -237,23 +246,18 @@ def regrade(
                 from rubric_core.workbench.grade import resolve_rubric
 
                 version_id = resolve_rubric(store, f"{rubric}@{rubric_version}")["id"]
-            return run_regrade(
-                store,
-                run_ids=list(run_ids) or None,
+            prompt = read_text(grader_prompt, "--grader-prompt") if grader_prompt else None
+            grader = Grader(grader_model or CHECKS_GRADER, tuple(tools), prompt, samples)
+            work = RegradePasses(
+                grader,
+                run_ids=tuple(run_ids) or None,
                 batch_id=batch_id,
                 filters=filters,
                 rubric_version_id=version_id,
-                grader_model=grader_model or CHECKS_GRADER,
-                grader_system_prompt=read_text(grader_prompt, "--grader-prompt")
-                if grader_prompt
-                else None,
-                grader_tools=list(tools),
-                samples=samples,
                 all_passes=all_passes,
                 name=name,
-                max_concurrency=concurrency,
-                rate_limit=rate_limit,
             )
+            return run_regrade(store, Job(work, **how))
 
         result = _run(job)
     finally:

@@ -129,7 +129,7 @@ def _feedback(
     if stored.row[9] != "needs_revision":
         return None
     from rubric_core.messages import content_text
-    from rubric_core.middleware import revision_message
+    from rubric_core.pipeline import revision_message
     from rubric_core.scoring import regressions
 
     criteria = [{"name": v["criterion"], "passed": v["passed"], "gap": v["gap"]} for v in verdicts]

@@ -4,15 +4,17 @@ The modules, lowest first (each imports only those before it):
 
 - `datasets`: CSV/JSONL inputs from a file (`load_dataset`) or an upload (`load_upload`),
   and graded datasets (inputs with the outputs to grade, and their labels).
-- `background`: runs and batches kept by a long-lived process (the dashboard's).
 - `grade`: grade existing outputs with no agent (runs of kind `graded`), or by a person.
 - `regrade`: stored drafts graded again with other settings, stored as an experiment.
+- `background`: `start_job`, the one way a batch, grade or re-grade starts on a thread,
+  and the registry of a long-lived process's jobs and runs (the dashboard's).
 - `agreement`: a judge or an experiment against human labels or each other, from the
   store; the labels CSV import.
 
 It is also the one front of the run and batch services for the dashboard and the CLI:
-starting a run (`RunSpec`, `start_run`, `SpecError`) and a batch's summary and executors
-are re-exported here from `rubric_core.runs` and `rubric_core.batch`, so a page imports
+starting a run (`RunSpec`, `start_run`, `SpecError`), the job object (`Job` and its
+work: `RunInputs`, `GradeRows`, `RegradePasses`, `Grader`) and a batch's summary and
+executors are re-exported here from `rubric_core.runs` and `rubric_core.batch`, so a page imports
 `rubric_core.ui`, `rubric_core.workbench` and the store, and nothing deeper.
 """
 
@@ -21,8 +23,14 @@ from __future__ import annotations
 from rubric_core.batch import (
     EXECUTORS,
     BatchSummary,
+    Grader,
+    GradeRows,
+    Job,
     RayUnavailable,
+    RegradePasses,
+    RunInputs,
     format_rate,
+    run_batch,
     summary_for_batch,
 )
 from rubric_core.batch.ray_cluster import configured_ray_address, offered_executors
@@ -37,7 +45,13 @@ from rubric_core.workbench.agreement import (
     import_labels_csv,
     next_unlabelled,
 )
-from rubric_core.workbench.background import BatchJob, RunRegistry, batch_progress, start_batch
+from rubric_core.workbench.background import (
+    JobHandle,
+    RunRegistry,
+    batch_progress,
+    prepare_job,
+    start_job,
+)
 from rubric_core.workbench.datasets import (
     DATASET_SUFFIXES,
     DatasetError,
@@ -55,27 +69,29 @@ from rubric_core.workbench.grade import (
     grade_one,
     grade_outputs,
     resolve_rubric,
-    start_graded_batch,
 )
 from rubric_core.workbench.regrade import RegradeError, RegradeResult, regrade
-from rubric_core.workbench.regrade_job import RegradeJob, start_regrade
 
 __all__ = [
     "DATASET_SUFFIXES",
     "EXECUTORS",
-    "BatchJob",
     "BatchSummary",
     "DatasetError",
+    "GradeRows",
     "GradeSummary",
     "GradedRow",
+    "Grader",
     "GradingError",
+    "Job",
+    "JobHandle",
     "NoLabelsError",
     "RateLimit",
     "RayUnavailable",
     "RegradeError",
-    "RegradeJob",
+    "RegradePasses",
     "RegradeResult",
     "RunHandle",
+    "RunInputs",
     "RunRegistry",
     "RunSpec",
     "SpecError",
@@ -97,14 +113,14 @@ __all__ = [
     "load_upload",
     "next_unlabelled",
     "offered_executors",
+    "prepare_job",
     "rate_limit_from_env",
     "regrade",
     "resolve_rubric",
     "resume_run",
+    "run_batch",
     "spec_from_run",
-    "start_batch",
-    "start_graded_batch",
-    "start_regrade",
+    "start_job",
     "start_run",
     "summary_for_batch",
 ]

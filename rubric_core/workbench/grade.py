@@ -13,43 +13,40 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from rubric_core.batch.limits import local_book
+from rubric_core.batch.common import ProgressCallback
+from rubric_core.batch.job import Grader, GraderFactory, GradeRows, Job
+from rubric_core.batch.run import PreparedJob, check_reachable
 from rubric_core.errors import InputError
 from rubric_core.evaluate import check_label_criteria
 from rubric_core.grader.logs import run_context
 from rubric_core.limits import quoted
-from rubric_core.providers.ratelimit import use_book
 from rubric_core.rubric import parse_criteria
-from rubric_core.runs.spec import SpecError, lone_surrogate, validate_concurrency
+from rubric_core.runs.spec import SpecError, lone_surrogate
 from rubric_core.runs.validate import grader_problem
 from rubric_core.schema import (
     CHECKS_GRADER,
     GRADED_KIND,
     HUMAN_GRADER_PREFIX,
-    MAX_CONCURRENCY,
     is_checks_only_grader,
 )
 from rubric_core.store.retry import retry_write
-from rubric_core.workbench.background import BatchJob
 from rubric_core.workbench.datasets import MAX_OUTPUT_CHARS, load_graded_dataset
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from rubric_core.pipeline import PassPipeline
-    from rubric_core.providers.ratelimit import RateLimit
     from rubric_core.schema import CriterionVerdict, RubricEvaluation
     from rubric_core.store import Store
     from rubric_core.workbench.datasets import GradedRow
 
 __all__ = [
     "GradeSummary",
-    "GraderFactory",
     "GradingError",
     "check_grader",
     "code_verdicts",
@@ -57,14 +54,11 @@ __all__ = [
     "grade_file",
     "grade_one",
     "grade_outputs",
+    "grader_factory",
     "grader_label",
+    "prepare_grade",
     "resolve_rubric",
-    "start_graded_batch",
 ]
-
-GraderFactory = Callable[[], "BaseChatModel | None"]
-"""Makes a fresh grader model per pass (a replay model's position belongs to its instance);
-`None` for no grader (code checks only)."""
 
 
 class GradingError(InputError):
@@ -142,15 +136,31 @@ def check_grader(grader_model: str, version: Mapping[str, Any]) -> None:
         raise GradingError(problem)
 
 
-def _grader_factory(grader_model: str, base_url: str | None, api_key: str | None) -> GraderFactory:
-    from rubric_core.providers import resolve_model
+@dataclass(frozen=True)
+class _ResolvedGrader:
+    """The default grader factory: `resolve_model` on each call (picklable, for workers)."""
 
-    def make() -> BaseChatModel | None:
-        if is_checks_only_grader(grader_model):
+    model: str
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+    def __call__(self) -> BaseChatModel | None:
+        from rubric_core.providers import resolve_model
+
+        if is_checks_only_grader(self.model):
             return None  # code checks decide every criterion (check_grader made sure)
-        return resolve_model(grader_model, role="grader", base_url=base_url, api_key=api_key)
+        return resolve_model(
+            self.model, role="grader", base_url=self.base_url, api_key=self.api_key
+        )
 
-    make()  # a bad spec or a missing key is reported before anything is stored
+
+def grader_factory(grader: Grader) -> GraderFactory:
+    """What makes each pass's model for `grader`: its own `factory`, else `resolve_model`
+    of its spec; a bad spec or a missing key is reported here, before anything is stored."""
+    if grader.factory is not None:
+        return grader.factory
+    make = _ResolvedGrader(grader.model, grader.base_url, grader.api_key)
+    make()
     return make
 
 
@@ -244,21 +254,35 @@ def _resumable(store: Store, batch_id: str, rows: Sequence[GradedRow], version_i
     }
 
 
+@dataclass(frozen=True)
+class _Output:
+    """One output to grade and where it sits: its labels, its batch position."""
+
+    input: str
+    output: str
+    labels: Mapping[str, bool] | None = None
+    input_index: int | None = None
+    resuming: bool = False
+    """Its input has a run already (an interrupted `grade`): continue that run."""
+
+
+@dataclass(frozen=True)
+class _Recording:
+    """How a graded run is recorded: its grader, its batch, its labels' reviewer."""
+
+    grader_label: str
+    batch_id: str | None
+    grader_tools: tuple[str, ...] = ()
+    grader_system_prompt: str | None = None
+    reviewer: str = ""
+
+
 def _store_pass(
     store: Store,
     version: dict[str, Any],
-    *,
-    input: str,
-    output: str,
-    grader_label: str,
+    item: _Output,
+    recording: _Recording,
     grade: Callable[[list[Any]], RubricEvaluation],
-    grader_tools: Sequence[str],
-    grader_system_prompt: str | None,
-    batch_id: str | None,
-    labels: Mapping[str, bool] | None = None,
-    reviewer: str = "",
-    input_index: int | None = None,
-    resuming: bool = False,
 ) -> tuple[int, int | None, RubricEvaluation | None, int]:
     """Create a graded run, grade its transcript, record the pass with its labels (one
     transaction), close the run; returns (run, pass, its record, labels stored).
@@ -267,19 +291,20 @@ def _store_pass(
     interrupted `grade`) continues that run: taken over, and a pass it already stored is
     kept rather than graded again.
     """
+    input, output, labels = item.input, item.output, item.labels
     run_id = store.create_run(
         rubric_version_id=version["id"],
         input=input,
         agent_model="",
-        grader_model=grader_label,
-        grader_tools=list(grader_tools),
+        grader_model=recording.grader_label,
+        grader_tools=list(recording.grader_tools),
         max_iterations=1,
         agent_kind=GRADED_KIND,
-        grader_system_prompt=grader_system_prompt,
-        batch_id=batch_id,
-        input_index=input_index,
+        grader_system_prompt=recording.grader_system_prompt,
+        batch_id=recording.batch_id,
+        input_index=item.input_index,
     )
-    if resuming:
+    if item.resuming:
         store.resume_run(run_id)  # an interrupted input's run: this process owns it now
         kept = store.run_evaluations(run_id)
         if kept:  # its pass was stored (with its labels) before the interruption
@@ -299,6 +324,7 @@ def _store_pass(
         # a row's labels in the same transaction as its pass.
         if labels and evaluation["criteria"]:
             given = dict(labels)
+            reviewer = recording.reviewer
             evaluation_id, labelled = retry_write(
                 lambda: store.record_labelled_pass(run_id, evaluation, given, reviewer=reviewer),
                 what=f"the graded pass of run {run_id} and its labels",
@@ -327,13 +353,8 @@ def grade_one(
     version_id: int,
     input: str,
     output: str,
-    grader_model: str,
+    grader: Grader,
     *,
-    grader_tools: Sequence[str] = (),
-    grader_system_prompt: str | None = None,
-    samples: int = 1,
-    base_url: str | None = None,
-    api_key: str | None = None,
     batch_id: str | None = None,
     grader_llm: BaseChatModel | None = None,
 ) -> dict[str, Any]:
@@ -345,207 +366,178 @@ def grade_one(
     """
     _check_output(output)
     version = store.get_rubric_version(version_id)
-    check_grader(grader_model, version)
-    llm = grader_llm or _grader_factory(grader_model, base_url, api_key)()
+    check_grader(grader.model, version)
+    llm = grader_llm or grader_factory(grader)()
+    grader_tools, grader_system_prompt, samples = grader.tools, grader.system_prompt, grader.samples
     pipeline = build_grader(
         llm, grader_tools=grader_tools, grader_system_prompt=grader_system_prompt, samples=samples
     )
     run_id, evaluation_id, evaluation, _ = _store_pass(
         store,
         version,
-        input=input,
-        output=output,
-        grader_label=grader_label(grader_model),
-        grade=lambda messages: pipeline.grade_transcript(messages, version["text"]),
-        grader_tools=grader_tools,
-        grader_system_prompt=grader_system_prompt,
-        batch_id=batch_id,
+        _Output(input, output),
+        _recording(grader, batch_id),
+        lambda messages: pipeline.grade_transcript(messages, version["text"]),
     )
     return {"run_id": run_id, "evaluation_id": evaluation_id, "evaluation": evaluation}
 
 
+def _recording(grader: Grader, batch_id: str | None, reviewer: str = "") -> _Recording:
+    return _Recording(
+        grader_label(grader.model), batch_id, grader.tools, grader.system_prompt, reviewer
+    )
+
+
+@dataclass(frozen=True)
+class GradedRows:
+    """The units of a grade job: row `index` graded once and stored as a graded run.
+
+    Picklable (the rows, the rubric version, the grader and its factory), so a grade runs
+    on any executor; a row's run is keyed by `(batch_id, index)`, so grading a row again
+    (a resumed job, a retried Ray worker) continues its run instead of storing another.
+    """
+
+    version: dict[str, Any]
+    rows: tuple[Mapping[str, Any], ...]
+    labels: tuple[dict[str, bool], ...]
+    grader: Grader
+    make: GraderFactory
+    batch_id: str
+    source: str = "dataset"
+    resuming: bool = False
+    factory_field: str = "grader.factory"
+
+    @property
+    def total(self) -> int:
+        return len(self.rows)
+
+    def run_unit(
+        self, store: Store, index: int, stop_event: threading.Event
+    ) -> dict[str, Any] | None:
+        """Grade row `index` and store it; its run row with `evaluation_id`, `result`, `labelled`."""
+        if stop_event.is_set():
+            return None
+        row, version = self.rows[index], self.version
+        grader_tools, grader_system_prompt = self.grader.tools, self.grader.system_prompt
+        pipeline = build_grader(
+            self.make(),
+            grader_tools=grader_tools,
+            grader_system_prompt=grader_system_prompt,
+            samples=self.grader.samples,
+        )
+        item = _Output(row["input"], row["output"], self.labels[index], index, self.resuming)
+        run_id, evaluation_id, evaluation, labelled = _store_pass(
+            store,
+            version,
+            item,
+            _recording(self.grader, self.batch_id, self.source),
+            lambda messages: pipeline.grade_transcript(messages, version["text"]),
+        )
+        return {
+            **store.get_run(run_id),
+            "evaluation_id": evaluation_id,
+            "result": evaluation["result"] if evaluation else "error",
+            "labelled": labelled,
+        }
+
+
+def prepare_grade(store: Store, job: Job) -> PreparedJob[GradeSummary]:
+    """Check a grade job completely, store nothing; ready to `run`.
+
+    The rubric version, every row's input, output and labels against its criteria, the
+    grader model and tools, the batch to resume, the executor's reach: a bad request
+    stores nothing.
+
+    Raises:
+        GradingError: A label naming a criterion not in the rubric; a batch to resume
+            that is not this grade.
+        ModelSpecError, UnknownToolError, SpecError, StoreError, RayUnavailable.
+    """
+    work = job.work
+    if not isinstance(work, GradeRows):
+        raise SpecError("work", f"a grade grades GradeRows, got {type(work).__name__}")
+    rows = cast("Sequence[GradedRow]", work.rows)
+    _check_rows(rows)
+    version = store.get_rubric_version(work.rubric_version_id)
+    labels = _check_labels(version, rows)
+    grader = work.grader
+    check_grader(grader.model, version)
+    make = grader_factory(grader)
+    build_grader(None, grader_tools=grader.tools, samples=grader.samples)  # tools, samples
+    batch = job.batch_id or f"graded-{uuid.uuid4().hex[:16]}"
+    finished = _resumable(store, batch, rows, version["id"]) if job.resume else set()
+    units = GradedRows(
+        version, work.rows, tuple(labels), grader, make, batch, work.source, job.resume
+    )
+    check_reachable(job, units)
+    outcomes: dict[int, dict[str, Any]] = {}
+
+    def collect(row: dict[str, Any]) -> None:
+        outcomes[int(row["input_index"])] = row
+
+    def finish(_stopped: bool) -> GradeSummary:
+        done = [outcomes[index] for index in sorted(outcomes)]
+        return {
+            "batch_id": batch,
+            "run_ids": [int(row["id"]) for row in done],
+            "evaluation_ids": [row["evaluation_id"] for row in done],
+            "labelled": sum(int(row["labelled"]) for row in done),
+            "by_result": dict(Counter(str(row["result"]) for row in done)),
+            "skipped": len(finished),
+        }
+
+    pending = [index for index in range(len(rows)) if index not in finished]
+    return PreparedJob(store, job, units, pending, finish=finish, collect=collect)
+
+
 def grade_outputs(
     store: Store,
-    rows: Sequence[GradedRow],
+    job: Job,
     *,
-    rubric_version_id: int,
-    grader_model: str,
-    grader_tools: Sequence[str] = (),
-    grader_system_prompt: str | None = None,
-    samples: int = 1,
-    source: str = "dataset",
-    base_url: str | None = None,
-    api_key: str | None = None,
-    max_concurrency: int = 4,
-    batch_id: str | None = None,
-    grader_llm_factory: GraderFactory | None = None,
+    progress: ProgressCallback | None = None,
     stop_event: threading.Event | None = None,
-    resume: bool = False,
-    rate_limit: RateLimit | None = None,
 ) -> GradeSummary:
-    """Grade every row's output once, `max_concurrency` at a time; store labels given.
+    """Grade every row's output once (`job.work`, a `GradeRows`); store the labels given.
 
     Each row's run is the batch's input at the row's position, its labels stored in the
-    transaction of its pass. With `resume` (and the `batch_id` of an earlier, interrupted
-    `grade` of the same rows), rows whose run ended are skipped, and an interrupted row's
-    run is continued (its stored pass kept, else graded now).
+    transaction of its pass. With `job.resume` (and the `batch_id` of an earlier,
+    interrupted `grade` of the same rows), rows whose run ended are skipped, and an
+    interrupted row's run is continued (its stored pass kept, else graded now). The rows
+    run on `job.executor` like a batch's inputs (a process or Ray executor needs a
+    picklable `grader.factory`, or none).
 
-    Everything is checked first (the rubric version, every row's labels against its
-    criteria, the grader model and tools), so a bad request stores nothing.
+    Everything is checked first (`prepare_grade`), so a bad request stores nothing.
 
     Args:
         store: Where the runs go.
-        rows: From `load_graded_dataset` / `load_graded_upload`.
-        rubric_version_id: The rubric version to grade against.
-        grader_model: `"provider:model-id"` or `replay:<scenario>` (recorded on each run).
-        source: The reviewer name of the dataset's labels (the file's name).
-        grader_llm_factory: Makes each pass's grader model instead of `grader_model`.
+        job: `Job(GradeRows(rows, rubric_version_id, Grader(...), source=...), ...)`.
+        progress: `progress(finished, total, run_row)` after each row.
         stop_event: When set, rows not yet started are skipped.
-        resume: Continue the batch `batch_id` (see above).
-        rate_limit: Requests and tokens per minute per endpoint, shared by every row's pass.
 
     Raises:
-        GradingError: A label naming a criterion not in the rubric, no rows.
-        ModelSpecError, UnknownToolError, SpecError, StoreError: Before anything is stored.
+        GradingError, ModelSpecError, UnknownToolError, SpecError, StoreError: Before
+            anything is stored.
+
+    Examples:
+        >>> rows = load_graded_dataset("outputs.csv")  # doctest: +SKIP
+        >>> job = Job(GradeRows(rows, version["id"], Grader("openai:gpt-4.1")))  # doctest: +SKIP
+        >>> grade_outputs(store, job)["by_result"]  # doctest: +SKIP
+        {'satisfied': 7, 'needs_revision': 3}
     """
-    if not rows:
-        msg = "no rows to grade"
-        raise GradingError(msg)
-    workers = validate_concurrency(max_concurrency)
-    _check_rows(rows)
-    version = store.get_rubric_version(rubric_version_id)
-    labels = _check_labels(version, rows)
-    check_grader(grader_model, version)
-    make: GraderFactory = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
-    build_grader(None, grader_tools=grader_tools, samples=samples)  # checks tools, samples
-    batch = batch_id or f"graded-{uuid.uuid4().hex[:16]}"
-    finished = _resumable(store, batch, rows, rubric_version_id) if resume else set()
-    book = local_book(rate_limit)
-
-    def one(index: int) -> tuple[int, int | None, RubricEvaluation | None, int] | None:
-        with use_book(book):
-            return graded(index)
-
-    def graded(index: int) -> tuple[int, int | None, RubricEvaluation | None, int] | None:
-        if index in finished or (stop_event is not None and stop_event.is_set()):
-            return None
-        row = rows[index]
-        pipeline = build_grader(
-            make(),
-            grader_tools=grader_tools,
-            grader_system_prompt=grader_system_prompt,
-            samples=samples,
-        )
-        return _store_pass(
-            store,
-            version,
-            input=row["input"],
-            output=row["output"],
-            grader_label=grader_label(grader_model),
-            grade=lambda messages: pipeline.grade_transcript(messages, version["text"]),
-            grader_tools=grader_tools,
-            grader_system_prompt=grader_system_prompt,
-            batch_id=batch,
-            labels=labels[index],
-            reviewer=source,
-            input_index=index,
-            resuming=resume,
-        )
-
-    with ThreadPoolExecutor(max_workers=min(workers, MAX_CONCURRENCY)) as pool:
-        done = list(pool.map(one, range(len(rows))))
-    summary: GradeSummary = {
-        "batch_id": batch,
-        "run_ids": [],
-        "evaluation_ids": [],
-        "labelled": 0,
-        "by_result": {},
-        "skipped": len(finished),
-    }
-    results: Counter[str] = Counter()
-    for outcome in done:
-        if outcome is None:
-            continue
-        run_id, evaluation_id, evaluation, labelled = outcome
-        summary["run_ids"].append(run_id)
-        summary["evaluation_ids"].append(evaluation_id)
-        results[evaluation["result"] if evaluation else "error"] += 1
-        summary["labelled"] += labelled
-    summary["by_result"] = dict(results)
-    return summary
+    return prepare_grade(store, job).run(progress=progress, stop_event=stop_event)
 
 
 def grade_file(
-    store: Store, path: str, *, rubric: str, grader_model: str, **options: Any
+    store: Store, path: str, *, rubric: str, grader: Grader, **job_options: Any
 ) -> GradeSummary:
-    """`grade_outputs` over a CSV/JSONL file, against `NAME[@VERSION]`; labels by the file's name."""
+    """`grade_outputs` over a CSV/JSONL file, against `NAME[@VERSION]`; labels by the file's
+    name. `job_options` are the `Job`'s (`concurrency`, `batch_id`, `resume`, ...)."""
     from pathlib import Path
 
     rows = load_graded_dataset(path)
     version = resolve_rubric(store, rubric)
-    options.setdefault("source", Path(path).name)
-    return grade_outputs(
-        store, rows, rubric_version_id=version["id"], grader_model=grader_model, **options
-    )
-
-
-def start_graded_batch(
-    store: Store,
-    version_id: int,
-    rows: Sequence[GradedRow],
-    *,
-    grader_model: str,
-    source_name: str,
-    grader_tools: Sequence[str] = (),
-    grader_system_prompt: str | None = None,
-    samples: int = 1,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    concurrency: int = 4,
-    rate_limit: RateLimit | None = None,
-) -> BatchJob:
-    """Check a graded batch, then grade it on a background thread; returns at once.
-
-    Same `BatchJob` as `start_batch` (poll `batch_progress(store, job.batch_id, job.total)`).
-
-    Raises:
-        GradingError, ModelSpecError, UnknownToolError, SpecError, StoreError: As
-            `grade_outputs`, from here rather than from the thread.
-    """
-    if not rows:
-        msg = "no rows to grade"
-        raise GradingError(msg)
-    validate_concurrency(concurrency)
-    version = store.get_rubric_version(version_id)
-    _check_labels(version, rows)
-    check_grader(grader_model, version)
-    factory = _grader_factory(grader_model, base_url, api_key)
-    build_grader(None, grader_tools=grader_tools, samples=samples)
-    job = BatchJob(batch_id=f"graded-{uuid.uuid4().hex[:16]}", total=len(rows))
-
-    def work() -> None:
-        try:
-            grade_outputs(
-                store,
-                rows,
-                rubric_version_id=version_id,
-                grader_model=grader_model,
-                grader_tools=grader_tools,
-                grader_system_prompt=grader_system_prompt,
-                samples=samples,
-                source=source_name,
-                max_concurrency=concurrency,
-                batch_id=job.batch_id,
-                grader_llm_factory=factory,
-                stop_event=job.stop_event,
-                rate_limit=rate_limit,
-            )
-        except Exception as exc:  # shown on the page; runs stored so far are kept
-            job.error = f"{type(exc).__name__}: {exc}"
-
-    job.thread = threading.Thread(target=work, name=f"rubric-{job.batch_id}", daemon=True)
-    job.thread.start()
-    return job
+    work = GradeRows(tuple(rows), int(version["id"]), grader, source=Path(path).name)
+    return grade_outputs(store, Job(work, **job_options))
 
 
 def grade_by_person(
@@ -558,7 +550,6 @@ def grade_by_person(
     *,
     reviewer: str,
     explanation: str = "",
-    batch_id: str | None = None,
 ) -> int:
     """A person grades an output: recorded as a graded pass exactly as a model's, and as labels.
 
@@ -619,17 +610,9 @@ def grade_by_person(
     run_id, _, _, _ = _store_pass(
         store,
         version,
-        input=input,
-        output=output,
-        grader_label=f"{HUMAN_GRADER_PREFIX}{reviewer}",
-        grade=lambda messages: pipeline.grade_transcript(
-            messages, version["text"], outcome=outcome
-        ),
-        grader_tools=(),
-        grader_system_prompt=None,
-        batch_id=batch_id,
-        labels=decided,  # stored with the pass, in its transaction
-        reviewer=reviewer,
+        _Output(input, output, labels=decided),  # stored with the pass, in its transaction
+        _Recording(f"{HUMAN_GRADER_PREFIX}{reviewer}", None, reviewer=reviewer),
+        lambda messages: pipeline.grade_transcript(messages, version["text"], outcome=outcome),
     )
     return run_id
 

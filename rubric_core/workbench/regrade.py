@@ -11,43 +11,38 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from rubric_core.batch.limits import local_book
+from rubric_core.batch.common import ProgressCallback
+from rubric_core.batch.job import Grader, GraderFactory, Job, RegradePasses
+from rubric_core.batch.run import PreparedJob, check_reachable
 from rubric_core.errors import InputError
 from rubric_core.evaluate import ConsistencyReport, consistency_report
 from rubric_core.grader.judges import check_samples
 from rubric_core.grader.logs import run_context
-from rubric_core.providers.ratelimit import use_book
-from rubric_core.runs.spec import validate_concurrency
-from rubric_core.schema import MAX_CONCURRENCY
+from rubric_core.runs.spec import SpecError
 from rubric_core.store import RunFilters
 from rubric_core.workbench.grade import (
-    GraderFactory,
-    _grader_factory,
     build_grader,
     check_grader,
+    grader_factory,
     grader_label,
 )
 
 if TYPE_CHECKING:
-    from rubric_core.providers.ratelimit import RateBook, RateLimit
     from rubric_core.store import Store
 
 __all__ = [
     "RegradeError",
     "RegradeResult",
+    "Regradings",
+    "prepare_regrade",
     "regrade",
-    "resume_regrade",
     "select_passes",
 ]
-
-DEFAULT_REGRADE_CONCURRENCY = 8
-"""Passes graded at once by default (bounded by `MAX_CONCURRENCY`)."""
 
 
 class RegradeError(InputError):
@@ -140,44 +135,36 @@ def _versions(
     return version
 
 
-@dataclass
-class _Plan:
-    store: Store
+@dataclass(frozen=True)
+class Regradings:
+    """The units of a re-grade job: grading `index` is one stored draft graded once (one
+    sample) and stored as an experiment item. Picklable, so a re-grade runs on any
+    executor; an item is keyed by `(experiment, source pass, sample)`."""
+
     experiment_id: int
     version: dict[str, Any]
-    items: list[dict[str, Any]]
-    samples: int
-    make: GraderFactory
-    grader_tools: Sequence[str]
+    tasks: tuple[tuple[dict[str, Any], int], ...]
+    """(source pass, sample) per grading."""
+    grader_tools: tuple[str, ...]
     grader_system_prompt: str | None
-    concurrency: int
-    stop_event: threading.Event = field(default_factory=threading.Event)
-    done: set[tuple[int, int]] = field(default_factory=set)
-    """(source pass, sample) already graded: a resumed experiment skips them."""
-    book: RateBook | None = None
-    """The re-grade's rate limit, one budget for all its threads (`None`: unpaced)."""
+    make: GraderFactory
+    factory_field: str = "grader.factory"
 
-    def run(self) -> tuple[int, int]:
-        def one(task: tuple[dict[str, Any], int]) -> str | None:
-            if self.stop_event.is_set():
-                return None
-            item, sample = task
-            with use_book(self.book):
-                return self._grade(item, sample)
+    @property
+    def batch_id(self) -> str:
+        return f"experiment-{self.experiment_id}"
 
-        tasks = [
-            (item, sample)
-            for item in self.items
-            for sample in range(self.samples)
-            if (int(item["evaluation_id"]), sample) not in self.done
-        ]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            results = list(pool.map(one, tasks))
-        done = [r for r in results if r is not None]
-        return len(done), done.count("grader_error")
+    @property
+    def total(self) -> int:
+        return len(self.tasks)
 
-    def _grade(self, item: dict[str, Any], sample: int) -> str:
-        """Grade one stored draft once and store the verdict; its result."""
+    def run_unit(
+        self, store: Store, index: int, stop_event: threading.Event
+    ) -> dict[str, Any] | None:
+        """Grade one stored draft once and store the verdict; the item's row."""
+        if stop_event.is_set():
+            return None
+        item, sample = self.tasks[index]
         pipeline = build_grader(
             self.make(),
             grader_tools=self.grader_tools,
@@ -190,48 +177,43 @@ class _Plan:
                 self.version["text"],
                 grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
             )
-        self.store.record_experiment_item(
+        store.record_experiment_item(
             self.experiment_id, int(item["evaluation_id"]), sample, evaluation
         )
-        return evaluation["result"]
+        result = evaluation["result"]
+        return {"evaluation_id": item["evaluation_id"], "sample": sample, "status": result}
 
 
-def _prepare(
-    store: Store,
-    *,
-    run_ids: Sequence[int] | None,
-    batch_id: str | None,
-    filters: RunFilters | None,
-    rubric_version_id: int | None,
-    grader_model: str,
-    grader_system_prompt: str | None,
-    grader_tools: Sequence[str],
-    samples: int,
-    all_passes: bool,
-    name: str | None,
-    max_concurrency: int,
-    base_url: str | None,
-    api_key: str | None,
-    grader_llm_factory: GraderFactory | None,
-    rate_limit: RateLimit | None = None,
-) -> _Plan:
+def _grader(work: RegradePasses) -> Grader:
+    if work.grader is None:
+        raise RegradeError("a re-grade needs a grader")
+    return work.grader
+
+
+def _new_experiment(store: Store, work: RegradePasses) -> tuple[Regradings, set[tuple[int, int]]]:
+    """Check a new re-grade and create its experiment; its gradings (none done yet)."""
+    grader = _grader(work)
     try:
-        check_samples(samples)  # the pipeline's own rule: 1 to 20
+        check_samples(grader.samples)  # the pipeline's own rule: 1 to 20
     except (TypeError, ValueError) as exc:
         raise RegradeError(str(exc)) from exc
-    concurrency = min(validate_concurrency(max_concurrency), MAX_CONCURRENCY)
     items, source = select_passes(
-        store, run_ids=run_ids, batch_id=batch_id, filters=filters, all_passes=all_passes
+        store,
+        run_ids=work.run_ids,
+        batch_id=work.batch_id,
+        filters=work.filters,
+        all_passes=work.all_passes,
     )
-    version = _versions(store, items, rubric_version_id)
+    version = _versions(store, items, work.rubric_version_id)
     try:
-        check_grader(grader_model, version)
+        check_grader(grader.model, version)
     except InputError as exc:
         raise RegradeError(str(exc)) from exc
-    grader_model = grader_label(grader_model)
-    make: GraderFactory = grader_llm_factory or _grader_factory(grader_model, base_url, api_key)
-    build_grader(None, grader_tools=grader_tools)  # unknown tools raise here
-    label = name or (
+    grader_model = grader_label(grader.model)
+    make = grader_factory(grader)
+    build_grader(None, grader_tools=grader.tools)  # unknown tools raise here
+    samples = grader.samples
+    label = work.name or (
         f"{version['name']}@{version['version']} by {grader_model}"
         + (f" x{samples}" if samples > 1 else "")
     )
@@ -239,134 +221,23 @@ def _prepare(
         name=label,
         rubric_version_id=version["id"],
         grader_model=grader_model,
-        grader_system_prompt=grader_system_prompt,
-        grader_tools=grader_tools,
+        grader_system_prompt=grader.system_prompt,
+        grader_tools=grader.tools,
         samples=samples,
-        all_passes=all_passes,
+        all_passes=work.all_passes,
         source=source,
     )
-    return _Plan(
-        store=store,
-        experiment_id=experiment_id,
-        version=version,
-        items=items,
-        samples=samples,
-        make=make,
-        grader_tools=grader_tools,
-        grader_system_prompt=grader_system_prompt,
-        concurrency=concurrency,
-        book=local_book(rate_limit),
+    tasks = tuple((item, sample) for item in items for sample in range(samples))
+    units = Regradings(
+        experiment_id, version, tasks, tuple(grader.tools), grader.system_prompt, make
     )
+    return units, set()
 
 
-def _finish(plan: _Plan) -> RegradeResult:
-    try:
-        stored, errors = plan.run()
-    except Exception as exc:
-        plan.store.finish_experiment(
-            plan.experiment_id, status="error", error=f"{type(exc).__name__}: {exc}"
-        )
-        raise
-    status = "stopped" if plan.stop_event.is_set() else "done"
-    plan.store.finish_experiment(plan.experiment_id, status=status)
-    consistency = None
-    if plan.samples > 1:
-        repeats: dict[Any, Any] = {
-            k: v for k, v in plan.store.experiment_samples(plan.experiment_id).items() if len(v) > 1
-        }
-        consistency = consistency_report(repeats) if repeats else None
-    return {
-        "experiment_id": plan.experiment_id,
-        "items": stored,
-        "errors": errors,
-        "consistency": consistency,
-    }
-
-
-def regrade(
-    store: Store,
-    *,
-    run_ids: Sequence[int] | None = None,
-    batch_id: str | None = None,
-    filters: RunFilters | None = None,
-    rubric_version_id: int | None = None,
-    grader_model: str,
-    grader_system_prompt: str | None = None,
-    grader_tools: Sequence[str] = (),
-    samples: int = 1,
-    all_passes: bool = False,
-    name: str | None = None,
-    max_concurrency: int = DEFAULT_REGRADE_CONCURRENCY,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    grader_llm_factory: GraderFactory | None = None,
-    rate_limit: RateLimit | None = None,
-) -> RegradeResult:
-    """Grade stored drafts again and store the verdicts as an experiment.
-
-    Args:
-        store: The store holding the runs; the experiment goes there too.
-        run_ids, batch_id, filters: Which runs (any one, or several to narrow).
-        rubric_version_id: The version to grade against; default the runs' own version.
-            It must be a version of the runs' rubric.
-        grader_model: The grader (`"provider:model-id"`, `replay:<scenario>`).
-        grader_system_prompt, grader_tools: The grader's prompt and evidence tools.
-        samples: Gradings per pass (2 or more reports each criterion's flip rate).
-        all_passes: Every stored pass, not only each run's final one.
-        name: The experiment's name (default: rubric@version by grader).
-        max_concurrency: Gradings at once (a thread pool, at most `MAX_CONCURRENCY`).
-        grader_llm_factory: Makes each grading's model instead of `grader_model`.
-        rate_limit: Requests and tokens per minute per endpoint, shared by every grading.
-
-    Raises:
-        RegradeError: No selection, nothing to re-grade, runs of different rubrics, a
-            version of another rubric. Nothing is stored then.
-        ModelSpecError, UnknownToolError, SpecError, StoreError: Likewise, before storing.
-
-    Examples:
-        >>> regrade(store, batch_id="batch-1", grader_model="openai:gpt-4.1", samples=3)  # doctest: +SKIP
-        {'experiment_id': 4, 'items': 30, 'errors': 0, 'consistency': {...}}
-    """
-    plan = _prepare(
-        store,
-        run_ids=run_ids,
-        batch_id=batch_id,
-        filters=filters,
-        rubric_version_id=rubric_version_id,
-        grader_model=grader_model,
-        grader_system_prompt=grader_system_prompt,
-        grader_tools=grader_tools,
-        samples=samples,
-        all_passes=all_passes,
-        name=name,
-        max_concurrency=max_concurrency,
-        base_url=base_url,
-        api_key=api_key,
-        grader_llm_factory=grader_llm_factory,
-        rate_limit=rate_limit,
-    )
-    return _finish(plan)
-
-
-def resume_regrade(
-    store: Store,
-    experiment_id: int,
-    *,
-    max_concurrency: int = DEFAULT_REGRADE_CONCURRENCY,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    grader_llm_factory: GraderFactory | None = None,
-    rate_limit: RateLimit | None = None,
-) -> RegradeResult:
-    """Continue an experiment that did not finish (`interrupted`, `stopped` or `error`):
-    the same selection and settings, the gradings it stored kept, the others done now.
-
-    Returns:
-        As `regrade`; `items` counts the gradings made now.
-
-    Raises:
-        RegradeError: The experiment is done, or still running in a live process.
-    """
+def _continued_experiment(
+    store: Store, work: RegradePasses, experiment_id: int
+) -> tuple[Regradings, set[tuple[int, int]]]:
+    """An unfinished experiment's gradings (its own selection and settings) and those done."""
     experiment = store.get_experiment(experiment_id)
     if experiment["status"] in ("done", "running"):
         state = "is done" if experiment["status"] == "done" else "is still running"
@@ -381,51 +252,133 @@ def resume_regrade(
         filters=RunFilters(**filters) if filters else None,
         all_passes=bool(source.get("all_passes")),
     )
-    grader_model = experiment["grader_model"]
-    plan = _Plan(
-        store=store,
-        experiment_id=experiment_id,
-        version=store.get_rubric_version(experiment["rubric_version_id"]),
-        items=items,
-        samples=int(experiment["samples"]),
-        make=grader_llm_factory or _grader_factory(grader_model, base_url, api_key),
-        grader_tools=list(experiment["grader_tools"]),
-        grader_system_prompt=experiment["grader_system_prompt"],
-        concurrency=min(validate_concurrency(max_concurrency), MAX_CONCURRENCY),
-        done={
-            (int(item["evaluation_id"]), int(item["sample"]))
-            for item in store.experiment_items(experiment_id)
-        },
-        book=local_book(rate_limit),
+    given = work.grader
+    grader = Grader(
+        experiment["grader_model"],
+        base_url=given.base_url if given else None,
+        api_key=given.api_key if given else None,
+        factory=given.factory if given else None,
     )
-    store.resume_experiment(experiment_id)
-    return _finish(plan)
+    samples = int(experiment["samples"])
+    units = Regradings(
+        experiment_id,
+        store.get_rubric_version(experiment["rubric_version_id"]),
+        tuple((item, sample) for item in items for sample in range(samples)),
+        tuple(experiment["grader_tools"]),
+        experiment["grader_system_prompt"],
+        grader_factory(grader),
+    )
+    done = {
+        (int(item["evaluation_id"]), int(item["sample"]))
+        for item in store.experiment_items(experiment_id)
+    }
+    return units, done
 
 
-_PREPARE_DEFAULTS: dict[str, Any] = {
-    "run_ids": None,
-    "batch_id": None,
-    "filters": None,
-    "rubric_version_id": None,
-    "grader_system_prompt": None,
-    "grader_tools": (),
-    "samples": 1,
-    "all_passes": False,
-    "name": None,
-    "max_concurrency": DEFAULT_REGRADE_CONCURRENCY,
-    "base_url": None,
-    "api_key": None,
-    "grader_llm_factory": None,
-    "rate_limit": None,
-}
+def prepare_regrade(store: Store, job: Job) -> PreparedJob[RegradeResult]:
+    """Check a re-grade job and create its experiment (or take over the unfinished one it
+    continues); ready to `run`. Nothing is stored if a check fails.
+
+    Raises:
+        RegradeError: No selection, nothing to re-grade, runs of different rubrics, a
+            version of another rubric; an experiment to continue that is done or running.
+        ModelSpecError, UnknownToolError, SpecError, StoreError, RayUnavailable.
+    """
+    work = job.work
+    if not isinstance(work, RegradePasses):
+        raise SpecError("work", f"a re-grade grades RegradePasses, got {type(work).__name__}")
+    if work.experiment_id is not None:
+        units, done = _continued_experiment(store, work, work.experiment_id)
+    else:
+        units, done = _new_experiment(store, work)
+    try:
+        check_reachable(job, units)
+    except Exception as exc:
+        store.finish_experiment(units.experiment_id, status="error", error=f"{exc}")
+        raise
+    if work.experiment_id is not None:
+        store.resume_experiment(units.experiment_id)
+    pending = [
+        index
+        for index, (item, sample) in enumerate(units.tasks)
+        if (int(item["evaluation_id"]), sample) not in done
+    ]
+    results: list[str] = []
+
+    def collect(row: dict[str, Any]) -> None:
+        results.append(str(row["status"]))
+
+    def failed(exc: BaseException) -> None:
+        store.finish_experiment(
+            units.experiment_id, status="error", error=f"{type(exc).__name__}: {exc}"
+        )
+
+    def finish(stopped: bool) -> RegradeResult:
+        return _finish(store, units, results, stopped)
+
+    return PreparedJob(
+        store,
+        job,
+        units,
+        pending,
+        finish=finish,
+        collect=collect,
+        failed=failed,
+        experiment_id=units.experiment_id,
+    )
 
 
-def _defaults(options: dict[str, Any]) -> dict[str, Any]:
-    unknown = set(options) - set(_PREPARE_DEFAULTS) - {"grader_model"}
-    if unknown:
-        msg = f"unknown re-grade options: {', '.join(sorted(unknown))}"
-        raise TypeError(msg)
-    if "grader_model" not in options:
-        msg = "grader_model is required"
-        raise RegradeError(msg)
-    return {**_PREPARE_DEFAULTS, **options}
+def _finish(store: Store, units: Regradings, results: list[str], stopped: bool) -> RegradeResult:
+    experiment_id = units.experiment_id
+    store.finish_experiment(experiment_id, status="stopped" if stopped else "done")
+    consistency = None
+    if max((sample for _, sample in units.tasks), default=0) > 0:
+        repeats: dict[Any, Any] = {
+            k: v for k, v in store.experiment_samples(experiment_id).items() if len(v) > 1
+        }
+        consistency = consistency_report(repeats) if repeats else None
+    return {
+        "experiment_id": experiment_id,
+        "items": len(results),
+        "errors": results.count("grader_error"),
+        "consistency": consistency,
+    }
+
+
+def regrade(
+    store: Store,
+    job: Job,
+    *,
+    progress: ProgressCallback | None = None,
+    stop_event: threading.Event | None = None,
+) -> RegradeResult:
+    """Grade stored drafts again (`job.work`, a `RegradePasses`) and store the verdicts as
+    an experiment; or continue an unfinished one (`RegradePasses(experiment_id=...)`,
+    `Job(resume=True)`: the same selection and settings, the gradings it stored kept).
+
+    The gradings run on `job.executor` like a batch's inputs, `job.concurrency` at once.
+    `RegradePasses` selects the passes (run ids, a batch, filters; each run's final pass
+    unless `all_passes`), the version to grade against (default the runs' own; it must be
+    a version of their rubric), the experiment's name; its `Grader` the model, prompt,
+    tools and `samples` (2 or more reports each criterion's flip rate).
+
+    Args:
+        store: The store holding the runs; the experiment goes there too.
+        job: What to re-grade and how.
+        progress: `progress(finished, total, item)` after each grading.
+        stop_event: Set it to start no more gradings; the experiment ends `stopped`.
+
+    Returns:
+        `items` counts the gradings made now.
+
+    Raises:
+        RegradeError: No selection, nothing to re-grade, runs of different rubrics, a
+            version of another rubric. Nothing is stored then.
+        ModelSpecError, UnknownToolError, SpecError, StoreError: Likewise, before storing.
+
+    Examples:
+        >>> work = RegradePasses(Grader("openai:gpt-4.1", samples=3), batch_id="batch-1")  # doctest: +SKIP
+        >>> regrade(store, Job(work, concurrency=8))  # doctest: +SKIP
+        {'experiment_id': 4, 'items': 30, 'errors': 0, 'consistency': {...}}
+    """
+    return prepare_regrade(store, job).run(progress=progress, stop_event=stop_event)
