@@ -12,7 +12,7 @@ import pytest
 from rubric_core.store import Store
 
 # pg_url / ray_address: the PostgreSQL server and Ray cluster .ci/run starts (skip when unset).
-pytest_plugins = ["tests.servers"]
+pytest_plugins = ["tests.support.servers"]
 
 RUBRIC_TEXT = "- has a title\n- cites a source\n- under 200 words"
 """A three-criterion rubric most store tests use."""

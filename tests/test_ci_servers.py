@@ -1,6 +1,6 @@
 """Smoke tests of the real servers .ci/run starts: PostgreSQL (with the LangGraph checkpointer)
 and the two-node Ray cluster. They skip when RUBRIC_STUDIO_PG_URL / RUBRIC_STUDIO_RAY_ADDRESS
-are unset (see tests/servers.py)."""
+are unset (see tests/support/servers.py)."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def test_ray_workers_import_rubric_core_from_this_checkout(ray_session: Any) -> 
     assert Path(where) == _REPO / "rubric_core"
 
 
-# --- Tests in a process of their own (tests/servers.py) ------------------------------------
+# --- Tests in a process of their own (tests/support/servers.py) ------------------------------------
 
 
 def test_a_test_in_its_own_process_that_exits_abruptly_fails_alone(tmp_path: Path) -> None:
@@ -200,7 +200,7 @@ def test_a_test_in_its_own_process_that_exits_abruptly_fails_alone(tmp_path: Pat
     env = {k: v for k, v in os.environ.items() if k != "RUBRIC_STUDIO_TEST_CHILD"}
     env["PYTHONPATH"] = str(_REPO)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.servers", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-p", "tests.support.servers", "-p", "no:cacheprovider",
          "-q", "-rA", "-W", "ignore::pytest.PytestUnknownMarkWarning", "test_a.py", "test_b.py"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip

@@ -17,8 +17,8 @@ from rubric_core.ui.forms import (
     max_iterations_problem,
     replay_mismatch_problem,
 )
-from tests import test_pages
-from tests.test_pages import RUN_TIMEOUT_S, SCENARIO, _no_exception, _page, _texts
+from tests.app import test_pages
+from tests.app.test_pages import RUN_TIMEOUT_S, SCENARIO, _no_exception, _page, _texts
 
 # The pages' fixtures: a fresh database per test (no API keys) and the app run once on it.
 db_path = test_pages.db_path

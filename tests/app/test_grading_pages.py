@@ -9,9 +9,9 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from rubric_core.store import Store
-from tests import test_pages
-from tests.test_pages import APP, RUN_TIMEOUT_S, _page
-from tests.test_pages import _no_exception as _ok
+from tests.app import test_pages
+from tests.app.test_pages import APP, RUN_TIMEOUT_S, _page
+from tests.app.test_pages import _no_exception as _ok
 
 db_path = test_pages.db_path  # the fixture: a fresh database for the app, no API keys
 

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from rubric_core.store import Store
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"
 SCENARIO = "needs_revision_then_satisfied"
 RUN_TIMEOUT_S = 60
 

@@ -14,7 +14,7 @@ from rubric_core.cli import cli
 from rubric_core.providers import load_scenario
 from rubric_core.store import Store
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"
 SCENARIO = "needs_revision_then_satisfied"
 
 

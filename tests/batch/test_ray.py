@@ -2,7 +2,7 @@
 
 The runs use replay models (`replay:<scenario>`: scripted turns, not language models) with a
 small latency per call, so a batch takes seconds and a worker can be caught mid-run. Every
-wait has a timeout. The tests that need the servers skip without them (tests/servers.py);
+wait has a timeout. The tests that need the servers skip without them (tests/support/servers.py);
 the bad-address tests need neither.
 """
 
@@ -30,7 +30,7 @@ from rubric_core.store import Store
 _SCENARIO = "needs_revision_then_satisfied"
 """Two agent turns, two verdicts: each run stores exactly two grading passes."""
 
-_APP = Path(__file__).resolve().parent.parent / "app.py"
+_APP = Path(__file__).resolve().parents[2] / "app.py"
 _PASSES = 2
 _INPUTS = 40
 _BATCH_TIMEOUT_S = 300

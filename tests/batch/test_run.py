@@ -360,7 +360,7 @@ def test_ctrl_c_on_batch_stops_marks_in_flight_runs_and_prints_the_summary(tmp_p
          "--grader-model", model, "--input-file", str(dataset), "--concurrency", "3",
          "--executor", executor],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )  # fmt: skip
     try:
         _wait_for_running_run(db, proc)

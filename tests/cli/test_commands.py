@@ -312,7 +312,7 @@ def test_python_dash_m_entry_point(tmp_path):
         [sys.executable, "-m", "rubric_core", "run", "--scenario", "satisfied_first_try",
          "--db", str(tmp_path / "m.db")],
         capture_output=True, text=True, timeout=120, check=False,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Status: satisfied" in result.stdout

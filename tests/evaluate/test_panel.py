@@ -173,7 +173,7 @@ def test_evaluate_loads_without_scikit_learn():
         "import rubric_core.evaluate\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy', 'streamlit'}))\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     loaded = subprocess.check_output(
         [sys.executable, "-c", script], text=True, cwd=root, timeout=120
     )

@@ -337,7 +337,7 @@ def complete(store, new_run, make_evaluation):
 
 def test_criteria_csv_bytes_match_the_reference_export(store, complete):
     """The fast export writes exactly what the slow csv.writer path writes."""
-    from tests.export_reference import reference_criteria_csv
+    from tests.support.export_reference import reference_criteria_csv
 
     expected = io.StringIO(newline="")
     rows = reference_criteria_csv(store, expected, RunFilters())
@@ -456,7 +456,7 @@ def hostile(store, new_run, make_evaluation):
 def test_criteria_csv_bytes_match_the_reference_on_hostile_cells(store, hostile):
     """Every kind of cell (NUL, line breaks, quotes, formulas, look-alikes,
     unicode, labels, code checks) is written as the slow csv.writer path writes it."""
-    from tests.export_reference import reference_criteria_csv
+    from tests.support.export_reference import reference_criteria_csv
 
     expected = io.StringIO(newline="")
     assert reference_criteria_csv(store, expected, RunFilters()) == len(HOSTILE_TEXT) * 2 * 3

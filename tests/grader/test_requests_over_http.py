@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.test_grader_faults import GOOD, FaultServer, run_loop
+from tests.grader.test_faults_over_http import GOOD, FaultServer, run_loop
 
 PLAIN = {
     "id": "chatcmpl-plain",

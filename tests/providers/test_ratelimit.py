@@ -1,5 +1,5 @@
 """Rate-limit-aware batches: one budget per endpoint, shared by every run, against a provider
-that enforces its limit (`tests/fake_provider.py`, loopback, 429 with Retry-After).
+that enforces its limit (`tests/support/fake_provider.py`, loopback, 429 with Retry-After).
 
 The batch tests count what the provider saw (answered requests and 429s), never a time:
 under `--rpm` a batch stays within the limit (at most 2 % of its requests refused), while
@@ -31,7 +31,7 @@ from rubric_core.providers.ratelimit import (
 from rubric_core.runs import RunSpec
 from rubric_core.store import Store
 from rubric_core.workbench import grade_outputs, regrade
-from tests.fake_provider import RateLimitedProvider
+from tests.support.fake_provider import RateLimitedProvider
 
 RUBRIC = "- has a title\n- cites a source"
 RPM = 240
@@ -312,7 +312,7 @@ def page(tmp_path, monkeypatch):
     """The app on a fresh store in tmp_path, no keys, no base URL; a function of the page."""
     from streamlit.testing.v1 import AppTest
 
-    from tests.test_pages import APP, RUN_TIMEOUT_S, _page
+    from tests.app.test_pages import APP, RUN_TIMEOUT_S, _page
 
     monkeypatch.setenv("RUBRIC_STUDIO_DB", str(tmp_path / "studio.db"))
     monkeypatch.delenv("RUBRIC_STUDIO_LLM_BASE_URL", raising=False)
@@ -325,7 +325,7 @@ def page(tmp_path, monkeypatch):
 
 def test_the_batch_page_passes_its_rate_limit_fields_to_the_batch(page, monkeypatch):
     import rubric_core.workbench as workbench
-    from tests.test_pages import _no_exception
+    from tests.app.test_pages import _no_exception
 
     asked: dict[str, Any] = {}
     started = workbench.start_batch
@@ -347,7 +347,7 @@ def test_the_batch_page_passes_its_rate_limit_fields_to_the_batch(page, monkeypa
 
 
 def test_the_batch_page_starts_from_the_environments_rate_limit(page, monkeypatch):
-    from tests.test_pages import _no_exception
+    from tests.app.test_pages import _no_exception
 
     monkeypatch.setenv("RUBRIC_STUDIO_RATE_LIMIT_TPM", "90000")
     app = page("batch")

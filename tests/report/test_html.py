@@ -159,7 +159,7 @@ def test_report_of_an_experiment_against_another(tmp_path):
 
 
 def test_report_shows_agreement_where_there_are_labels(tmp_path):
-    from tests.test_gate import _labelled_batch
+    from tests.report.test_gate import _labelled_batch
 
     db = tmp_path / "g.db"
     batch_id = _labelled_batch(db, tmp_path)

@@ -453,7 +453,7 @@ def test_killed_process_keeps_its_passes_and_the_run_resumes(tmp_path):
         [sys.executable, "-m", "rubric_core", "run", "--rubric", "release",
          "--input", scenario["input"], "--agent-model", slow, "--grader-model", slow,
          "--db", str(db)],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -514,7 +514,7 @@ def test_a_replay_run_does_not_import_provider_sdks(tmp_path):
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         timeout=120,

@@ -30,7 +30,7 @@ from rubric_core.store.sqlite.connection import translate
 from rubric_core.ui.errors import store_error_message
 from tests.conftest import make_evaluation, new_run
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 60
 RUBRIC = "- has a title\n- cites a source"
 TITLE = ("has a title", True)

@@ -1,6 +1,6 @@
 """The PostgreSQL store's own conditions: many processes at once, a server that refuses or goes away.
 
-The store suite itself runs on both backends (tests/test_store.py, `both_backends`); these
+The store suite itself runs on both backends (tests/store/test_store.py, `both_backends`); these
 tests are about what only a server has. They use `pg_url` (a fresh database per test) or
 start a dedicated server of their own, which they stop mid-run.
 """
@@ -22,7 +22,7 @@ import pytest
 from rubric_core.store import Store, StoreError
 from tests.conftest import make_evaluation, new_run
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PG_SCRIPT = REPO_ROOT / ".ci" / "postgres.sh"
 
 

@@ -18,7 +18,7 @@ from rubric_core.ui import ReviewQueue, labelled_ids, next_unlabelled, step
 from rubric_core.workbench.agreement import agreement_with_labels
 from tests.conftest import make_evaluation, new_run
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from generate_store import generate
 

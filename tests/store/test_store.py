@@ -19,7 +19,7 @@ from rubric_core.rubric import RubricError
 from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE
 from rubric_core.store import MIGRATIONS, RUN_STATUSES, Store, StoreError, default_db_path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.both_backends
 
@@ -558,7 +558,7 @@ _KILLED_CHILD = textwrap.dedent(
 def test_killed_process_keeps_passes_and_run_becomes_interrupted(tmp_path, db_target):
     path = db_target
     script = tmp_path / "child.py"
-    script.write_text(_KILLED_CHILD.format(root=str(Path(__file__).resolve().parents[1])))
+    script.write_text(_KILLED_CHILD.format(root=str(Path(__file__).resolve().parents[2])))
     child = subprocess.Popen([sys.executable, str(script), path], stdout=subprocess.PIPE, text=True)
     try:
         line = child.stdout.readline()

@@ -11,8 +11,8 @@ as OpenAI sends them. With `headers=True` every response carries OpenAI's
 
 `GET /stats` returns what it saw: `{"ok": n, "throttled": n, "first": t, "last": t}`
 (times of the first request and of the last answered one, `time.monotonic()` of the
-server's process). Used by `tests/test_ratelimit.py` in-process and by
-`bench/bench_ratelimit.py` as a subprocess (`python tests/fake_provider.py --rpm 600`,
+server's process). Used by `tests/providers/test_ratelimit.py` in-process and by
+`bench/bench_ratelimit.py` as a subprocess (`python tests/support/fake_provider.py --rpm 600`,
 which prints its base URL on the first line and serves until stdin closes).
 """
 

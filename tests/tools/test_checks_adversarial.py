@@ -28,7 +28,7 @@ holding the run for minutes (the quadratic ones took 94 s and 177 s; linear ones
 milliseconds). The work runs in a child process: a regular expression holds the GIL, so
 a thread's join could not even time out."""
 
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _finishes(code: str) -> object:

@@ -23,7 +23,7 @@ pytestmark = [
 LIMITS = SandboxLimits(wall_s=8, cpu_s=4)
 """Short limits so each hostile test ends in seconds."""
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _assert_no_sandbox_processes_left(result) -> None:
@@ -240,7 +240,7 @@ def test_interpreter_living_under_tmp_stays_reachable():
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         check=False,
     )
     shutil.rmtree(holder, ignore_errors=True)

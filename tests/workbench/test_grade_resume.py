@@ -16,7 +16,7 @@ from rubric_core.cli import cli
 from rubric_core.store import Store
 from rubric_core.workbench.grade import grade_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RUBRIC = "- Exactly two sentences\n- Fewer than 40 words\n- Says the bottle keeps drinks cold"
 ROWS = 12
 KILLED_AT = 6  # the grader model of row 7 is never made: the process dies first
