@@ -17,12 +17,10 @@ from rubric_core.ui.forms import (
     max_iterations_problem,
     replay_mismatch_problem,
 )
-from tests.app import test_pages
-from tests.app.test_pages import RUN_TIMEOUT_S, SCENARIO, _no_exception, _page, _texts
-
-# The pages' fixtures: a fresh database per test (no API keys) and the app run once on it.
-db_path = test_pages.db_path
-app = test_pages.app
+from tests.support.pages import RUN_TIMEOUT_S, SCENARIO
+from tests.support.pages import no_exception as _no_exception
+from tests.support.pages import open_page as _page
+from tests.support.pages import texts as _texts
 
 OWN_RUBRIC = "- Names the product\n- Gives the release date\n- Under 60 words"
 

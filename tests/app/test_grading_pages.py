@@ -9,11 +9,9 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from rubric_core.store import Store
-from tests.app import test_pages
-from tests.app.test_pages import APP, RUN_TIMEOUT_S, _page
-from tests.app.test_pages import _no_exception as _ok
-
-db_path = test_pages.db_path  # the fixture: a fresh database for the app, no API keys
+from tests.support.pages import APP, RUN_TIMEOUT_S
+from tests.support.pages import no_exception as _ok
+from tests.support.pages import open_page as _page
 
 CHECKS_ONLY = "- Short {words 1..60}\n- Calm {no-regex: !}\n- Names the version {regex: v\\d+}"
 MIXED = CHECKS_ONLY + "\n- [-2] Invents a price\n- Friendly tone"

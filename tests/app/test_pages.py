@@ -14,40 +14,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rubric_core.store import Store
-
-APP = Path(__file__).resolve().parents[2] / "app.py"
-SCENARIO = "needs_revision_then_satisfied"
-RUN_TIMEOUT_S = 60
-
-
-@pytest.fixture
-def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh database path for the app (RUBRIC_STUDIO_DB), no API keys, no base URL."""
-    path = tmp_path / "studio.db"
-    monkeypatch.setenv("RUBRIC_STUDIO_DB", str(path))
-    monkeypatch.delenv("RUBRIC_STUDIO_LLM_BASE_URL", raising=False)
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    return path
-
-
-@pytest.fixture
-def app(db_path: Path) -> AppTest:
-    """The whole app (frame + Rubrics page), run once."""
-    at = AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S)
-    return at.run()
-
-
-def _page(at: AppTest, page: str) -> AppTest:
-    return at.switch_page(f"app_pages/{page}.py").run()
-
-
-def _no_exception(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-
-
-def _texts(at: AppTest) -> list[str]:
-    return [t.value for t in at.text]
+from tests.support.pages import APP, RUN_TIMEOUT_S, SCENARIO
+from tests.support.pages import no_exception as _no_exception
+from tests.support.pages import open_page as _page
+from tests.support.pages import texts as _texts
 
 
 def _charts(at: AppTest) -> list[dict[str, Any]]:

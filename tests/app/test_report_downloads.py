@@ -13,18 +13,13 @@ from streamlit.testing.v1 import AppTest
 from rubric_core.cli import cli
 from rubric_core.providers import load_scenario
 from rubric_core.store import Store
-
-APP = Path(__file__).resolve().parents[2] / "app.py"
-SCENARIO = "needs_revision_then_satisfied"
+from tests.support.pages import APP, SCENARIO, app_env
 
 
 @pytest.fixture
 def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     """A replay batch of two inputs and two experiments re-grading it, in RUBRIC_STUDIO_DB."""
-    db = tmp_path / "studio.db"
-    monkeypatch.setenv("RUBRIC_STUDIO_DB", str(db))
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RUBRIC_STUDIO_LLM_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+    db = app_env(tmp_path, monkeypatch)
     inputs = tmp_path / "inputs.jsonl"
     inputs.write_text(json.dumps({"input": load_scenario(SCENARIO)["input"]}) + "\n")
     runner = CliRunner()

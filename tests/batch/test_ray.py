@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,11 +25,11 @@ from rubric_core.batch.ray_cluster import RayUnavailable, check_ray_address
 from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, SpecError
 from rubric_core.store import Store
+from tests.support.pages import APP as _APP
 
 _SCENARIO = "needs_revision_then_satisfied"
 """Two agent turns, two verdicts: each run stores exactly two grading passes."""
 
-_APP = Path(__file__).resolve().parents[2] / "app.py"
 _PASSES = 2
 _INPUTS = 40
 _BATCH_TIMEOUT_S = 300

@@ -9,12 +9,7 @@ themselves or skip criteria. The agent is a replay model, so any re-run would sh
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
-import struct
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from langchain.agents import create_agent
@@ -23,136 +18,7 @@ from langchain_openai import ChatOpenAI
 
 from rubric_core import RubricMiddleware
 from rubric_core.providers import ReplayChatModel
-
-RUBRIC = "- has a title\n- cites a source"
-GOOD = {
-    "criteria": [
-        {"name": "has a title", "passed": True},
-        {"name": "cites a source", "passed": True},
-    ],
-    "explanation": "Both criteria are met.",
-    "result": "satisfied",
-}
-
-
-def completion(arguments: dict | str) -> bytes:
-    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return json.dumps(
-        {
-            "id": "chatcmpl-fault",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": "fault-server",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": f"call_{time.monotonic_ns()}",
-                                "type": "function",
-                                "function": {"name": "GraderResponse", "arguments": args},
-                            }
-                        ],
-                    },
-                    "finish_reason": "tool_calls",
-                }
-            ],
-            "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
-        }
-    ).encode()
-
-
-class FaultServer:
-    """An OpenAI-compatible endpoint that plays scripted behaviours, one per request."""
-
-    def __init__(self, behaviours: list[tuple[str, object]]):
-        self.behaviours = list(behaviours)
-        self.requests: list[dict] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                server.requests.append(json.loads(body or b"{}"))
-                kind, value = server.behaviours.pop(0) if server.behaviours else ("ok", GOOD)
-                if kind == "ok":
-                    self._send(200, completion(value))
-                elif kind == "status":
-                    status, headers = value
-                    payload = json.dumps({"error": {"message": f"fault {status}"}}).encode()
-                    self._send(status, payload, headers)
-                elif kind == "reset":
-                    # headers and half a body, then an RST instead of the rest
-                    payload = completion(GOOD)
-                    self.send_response(200)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload[: len(payload) // 2])
-                    self.wfile.flush()
-                    self.connection.setsockopt(
-                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-                    )
-                    self.connection.close()
-                    self.close_connection = True
-                elif kind == "raw":
-                    self._send(200, json.dumps(value).encode())
-                elif kind == "hang":
-                    time.sleep(float(value))
-                    self.close_connection = True
-
-            def _send(self, status, payload, headers=None):
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for key, val in (headers or {}).items():
-                    self.send_header(key, val)
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def run_loop(server: FaultServer, *, timeout: float = 5.0, **kwargs):
-    grader = ChatOpenAI(
-        model="fault-server",
-        base_url=server.base_url,
-        api_key="not-needed",
-        timeout=timeout,
-        max_retries=0,
-    )
-    agent_model = ReplayChatModel(turns=[AIMessage(f"draft {i}") for i in range(1, 6)])
-    evaluations: list[dict] = []
-    kwargs.setdefault("retry_initial_delay_s", 0.01)
-    kwargs.setdefault("retry_max_delay_s", 0.05)
-    agent = create_agent(
-        agent_model,
-        middleware=[RubricMiddleware(model=grader, on_evaluation=evaluations.append, **kwargs)],
-    )
-    result = agent.invoke({"messages": [HumanMessage("Write it.")], "rubric": RUBRIC})
-    return result, evaluations, agent_model
+from tests.support.fault_server import GOOD, RUBRIC, FaultServer, SilentServer, run_loop
 
 
 @pytest.mark.parametrize(
@@ -261,38 +127,6 @@ def test_verdict_missing_criteria_is_retried_once_then_trusted_only_for_what_it_
 
 
 # -- bounded waits and honest counts ----------------------------------------------------
-
-
-class SilentServer:
-    """A TCP endpoint that accepts connections and never answers a byte."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.connections: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections.append(conn)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        for conn in self.connections:
-            conn.close()
-        self.sock.close()
 
 
 @pytest.fixture

@@ -221,12 +221,6 @@ def test_every_verdict_the_schema_admits_is_complete_and_valid():
 # -- item 12: the constructor refuses what cannot work ------------------------------------
 
 
-@pytest.fixture
-def no_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.mark.parametrize(
     ("kwargs", "error", "named"),
     [

@@ -4,13 +4,12 @@ that drips its reply cannot hold a call past its timeout or a pass past its budg
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 
 import pytest
 
-from tests.grader.test_faults_over_http import GOOD, FaultServer, run_loop
+from tests.support.fault_server import GOOD, DripServer, FaultServer, run_loop
 
 PLAIN = {
     "id": "chatcmpl-plain",
@@ -80,56 +79,6 @@ def test_a_grader_with_tools_counts_its_requests_too(mode):
 
 
 # -- a server that drips its reply --------------------------------------------------------
-
-
-class DripServer:
-    """Sends a reply's headers at once, then one byte of its body every `every_s` seconds
-    (spaces: JSON may start with any number of them), until it is closed."""
-
-    def __init__(self, every_s: float = 0.3):
-        self.every_s = every_s
-        self.requests = 0
-        self.closed_by_client = 0
-        self.stop = threading.Event()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-
-    def _accept(self):
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
-
-    def _drip(self, conn):
-        with conn:
-            conn.recv(65536)
-            self.requests += 1
-            conn.sendall(
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                b"content-length: 100000\r\n\r\n"
-            )
-            while not self.stop.wait(self.every_s):
-                try:
-                    conn.sendall(b" ")
-                except OSError:
-                    self.closed_by_client += 1
-                    return
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.sock.close()
 
 
 _HANG_BOUND_S = 90

@@ -26,15 +26,6 @@ from rubric_core.rubric import parse_criteria
 from rubric_core.schema import GraderResponse
 from rubric_core.tools import TOOL_NAMES, get_tools
 
-_KEY_VARS = (
-    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
-    "GROQ_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY",
-    "FIREWORKS_API_KEY", "TOGETHER_API_KEY", "COHERE_API_KEY", "PPLX_API_KEY",
-    "PERPLEXITY_API_KEY", "OPENROUTER_API_KEY", "UPSTAGE_API_KEY", "NVIDIA_API_KEY",
-    "AZURE_OPENAI_API_KEY", "OPENAI_COMPATIBLE_API_KEY", "RUBRIC_STUDIO_LLM_BASE_URL",
-    "RUBRIC_STUDIO_AGENT_MODEL", "RUBRIC_STUDIO_GRADER_MODEL",
-)  # fmt: skip
-
 REQUIRED_SCENARIOS = {
     "find_duplicates": "satisfied",
     "haiku": "satisfied",
@@ -46,14 +37,6 @@ REQUIRED_SCENARIOS = {
     "report_sections": "satisfied",
     "release_note_regression": "max_iterations_reached",
 }
-
-
-@pytest.fixture
-def no_keys(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """An environment with no provider key, base URL or model override."""
-    for var in _KEY_VARS:
-        monkeypatch.delenv(var, raising=False)
-    return monkeypatch
 
 
 # --------------------------------------------------------------------------- replay

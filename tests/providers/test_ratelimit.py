@@ -310,22 +310,15 @@ def test_a_ray_batch_shares_one_budget_across_its_tasks_on_both_nodes(pg_url, ra
 @pytest.fixture
 def page(tmp_path, monkeypatch):
     """The app on a fresh store in tmp_path, no keys, no base URL; a function of the page."""
-    from streamlit.testing.v1 import AppTest
+    from tests.support.pages import app_env, open_app, open_page
 
-    from tests.app.test_pages import APP, RUN_TIMEOUT_S, _page
-
-    monkeypatch.setenv("RUBRIC_STUDIO_DB", str(tmp_path / "studio.db"))
-    monkeypatch.delenv("RUBRIC_STUDIO_LLM_BASE_URL", raising=False)
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    return lambda name: _page(
-        AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S).run(), name
-    )
+    app_env(tmp_path, monkeypatch)
+    return lambda name: open_page(open_app(), name)
 
 
 def test_the_batch_page_passes_its_rate_limit_fields_to_the_batch(page, monkeypatch):
     import rubric_core.workbench as workbench
-    from tests.app.test_pages import _no_exception
+    from tests.support.pages import no_exception as _no_exception
 
     asked: dict[str, Any] = {}
     started = workbench.start_batch
@@ -347,7 +340,7 @@ def test_the_batch_page_passes_its_rate_limit_fields_to_the_batch(page, monkeypa
 
 
 def test_the_batch_page_starts_from_the_environments_rate_limit(page, monkeypatch):
-    from tests.app.test_pages import _no_exception
+    from tests.support.pages import no_exception as _no_exception
 
     monkeypatch.setenv("RUBRIC_STUDIO_RATE_LIMIT_TPM", "90000")
     app = page("batch")

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from rubric_core.cli import cli
 from rubric_core.providers import load_scenario
 from rubric_core.store import Store
+from tests.support.env import clear_provider_env
 
 SCENARIO = "needs_revision_then_satisfied"  # pass 1 misses the date, pass 2 is satisfied
 DATE = "States the release date"
@@ -189,8 +190,7 @@ def test_the_readme_ci_job_runs_offline_as_written(tmp_path, monkeypatch):
     ]
     assert [s[0] for s in steps] == ["rubrics", "gate"]
     monkeypatch.chdir(tmp_path)
-    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "RUBRIC_STUDIO_LLM_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+    clear_provider_env(monkeypatch)
     # The rubric and outputs the README describes under the job.
     Path("rubric.txt").write_text(
         "- Three lines {lines == 3}\n- Names the version {regex: \\b2\\.0\\b}\n"

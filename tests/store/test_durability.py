@@ -28,7 +28,7 @@ from rubric_core.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
 from rubric_core.store.sqlite import connection
 from rubric_core.store.sqlite.connection import translate
 from rubric_core.ui.errors import store_error_message
-from tests.conftest import make_evaluation, new_run
+from tests.support.store import make_evaluation, new_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 60
@@ -258,8 +258,7 @@ _FULL_DISK_CHILD = textwrap.dedent(
     """
     import resource, sys
     sys.path.insert(0, {root!r})
-    sys.path.insert(0, {tests!r})
-    from conftest import make_evaluation, new_run
+    from tests.support.store import make_evaluation, new_run
     from rubric_core.store import Store, StoreError
     from rubric_core.store.retry import WriteRetry, retry_write
 
@@ -284,7 +283,7 @@ _FULL_DISK_CHILD = textwrap.dedent(
 def test_a_full_disk_is_an_io_error_retried_then_reported_and_nothing_stored_is_lost(tmp_path):
     path = tmp_path / "full.db"
     script = tmp_path / "child.py"
-    script.write_text(_FULL_DISK_CHILD.format(root=str(REPO_ROOT), tests=str(REPO_ROOT / "tests")))
+    script.write_text(_FULL_DISK_CHILD.format(root=str(REPO_ROOT)))
     done = subprocess.run(
         [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=120
     )

@@ -18,7 +18,7 @@ from rubric_core.providers import load_scenario
 from rubric_core.rubric import RubricError, parse_criteria, validate_criteria
 from rubric_core.runs import RunSpec, build_agent, run_once, start_run
 from rubric_core.store import Store
-from tests.conftest import make_evaluation, new_run
+from tests.support.store import make_evaluation, new_run
 
 WAIT_S = 60
 

@@ -11,7 +11,7 @@ import pytest
 from rubric_core.store import Store
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.pass_counts import MIGRATION_NAME, served_by_counts
-from tests.conftest import make_evaluation, new_run
+from tests.support.store import make_evaluation, new_run
 
 pytestmark = pytest.mark.both_backends
 

@@ -8,7 +8,6 @@ start a dedicated server of their own, which they stop mid-run.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,7 +19,8 @@ import psycopg
 import pytest
 
 from rubric_core.store import Store, StoreError
-from tests.conftest import make_evaluation, new_run
+from tests.support.net import free_port as _free_port
+from tests.support.store import make_evaluation, new_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PG_SCRIPT = REPO_ROOT / ".ci" / "postgres.sh"
@@ -33,12 +33,6 @@ def _with(url: str, **changes: object) -> str:
     port = changes.get("port", parts.port)
     netloc = f"{user}:{password}@{parts.hostname}:{port}"
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_wrong_password_is_an_auth_error_naming_user_and_server(pg_url):

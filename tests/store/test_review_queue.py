@@ -16,7 +16,7 @@ from rubric_core.store import RunFilters, Store
 from rubric_core.store.final_pass import MIGRATION_NAME
 from rubric_core.ui import ReviewQueue, labelled_ids, next_unlabelled, step
 from rubric_core.workbench.agreement import agreement_with_labels
-from tests.conftest import make_evaluation, new_run
+from tests.support.store import make_evaluation, new_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 

@@ -26,19 +26,6 @@ _TEXT = "One. Two words here!\n\nSecond para line.\nAnother line"
 _HAIKU = "an old silent pond\na frog jumps into the pond\nsplash! silence again"
 
 
-@pytest.fixture
-def custom_check():
-    names: list[str] = []
-
-    def register(name, fn, **kwargs):
-        register_check(name, fn, **kwargs)
-        names.append(name)
-
-    yield register
-    for name in names:
-        unregister_check(name)
-
-
 @pytest.mark.parametrize(
     ("name", "arg", "passed", "output"),
     [

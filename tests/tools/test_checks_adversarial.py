@@ -14,10 +14,8 @@ from langgraph.errors import GraphInterrupt
 from rubric_core.rubric import parse_criteria
 from rubric_core.tools.checks import (
     CheckResult,
-    register_check,
     run_check,
     run_checks,
-    unregister_check,
 )
 from rubric_core.tools.fences import fenced_block, fenced_blocks
 from rubric_core.workbench.datasets import MAX_OUTPUT_CHARS, DatasetError, load_graded_upload
@@ -50,19 +48,6 @@ def _finishes(code: str) -> object:
     except subprocess.TimeoutExpired:
         pytest.fail(f"still running after {_OUTER_BOUND_S} s")
     return json.loads(done.stdout.splitlines()[-1])
-
-
-@pytest.fixture
-def custom_check():
-    names: list[str] = []
-
-    def register(name, fn):
-        register_check(name, fn)
-        names.append(name)
-
-    yield register
-    for name in names:
-        unregister_check(name)
 
 
 # --------------------------------------------------------------------------- item 9
