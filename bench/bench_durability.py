@@ -25,13 +25,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from conftest import make_evaluation, new_run
 
 from rubric_core.store import Store
 from rubric_core.store.postgres import backend as pg_backend
 from rubric_core.store.sqlite import connection
+from tests.support.store import make_evaluation, new_run
 
 RUBRIC = "\n".join(f"- criterion {i}" for i in range(10))
 VERDICTS = [(f"criterion {i}", i % 3 != 0, f"gap {i} " * 8) for i in range(10)]

@@ -1,6 +1,6 @@
 """Benchmark the criteria CSV export against the slow path it replaced, in the same run.
 
-The baseline is `tests/export_reference.py`: one joined query, `csv.writer`, every cell
+The baseline is `tests/support/export_reference.py`: one joined query, `csv.writer`, every cell
 neutralised on its own (the export before the fast path, with the columns and the formula rule
 added since, so both sides write the same bytes). The new path is `rubric_core.export`:
 three cursors (passes, verdicts, labels) in one read snapshot, each pass's cells quoted
@@ -41,7 +41,7 @@ from generate_store import generate
 
 from rubric_core.export import write_csv
 from rubric_core.store import RunFilters, Store
-from tests.export_reference import reference_criteria_csv
+from tests.support.export_reference import reference_criteria_csv
 
 RESULTS = Path(__file__).resolve().parent / "results" / "export.md"
 

@@ -1,6 +1,6 @@
 """Batches at a provider's rate limit: throughput as a fraction of the limit, and the 429 share.
 
-The provider is `tests/fake_provider.py` in a process of its own: a loopback
+The provider is `tests/support/fake_provider.py` in a process of its own: a loopback
 OpenAI-compatible endpoint enforcing a token bucket of `--rpm` requests per minute (a
 second's worth deep), answering 429 with `Retry-After` beyond it, and sending OpenAI's
 `x-ratelimit-*` headers. Each run of a batch makes two requests (the agent's answer and
@@ -63,7 +63,7 @@ class Provider:
     """The fake provider in a subprocess: its base URL, its stats, a refill between batches."""
 
     def __init__(self, rpm: int, latency_s: float) -> None:
-        command = [sys.executable, str(ROOT / "tests" / "fake_provider.py"), "--rpm", str(rpm)]
+        command = [sys.executable, str(ROOT / "tests/support/fake_provider.py"), "--rpm", str(rpm)]
         command += ["--latency", str(latency_s), "--headers"]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

@@ -42,7 +42,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from generate_store import generate  # noqa: E402
 
-from tests.e2e.conftest import CHROMIUM_ARGS, _free_port, _wait_healthy, chromium_executable  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_ARGS, _wait_healthy, chromium_executable  # noqa: E402
+from tests.support.net import free_port as _free_port  # noqa: E402
 
 PAGES = (
     "rubrics",

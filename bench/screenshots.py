@@ -21,7 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.e2e.conftest import CHROMIUM_ARGS, _free_port, _wait_healthy, chromium_executable  # noqa: E402
+from tests.e2e.conftest import CHROMIUM_ARGS, _wait_healthy, chromium_executable  # noqa: E402
+from tests.support.net import free_port as _free_port  # noqa: E402
 
 SCENARIOS = (
     "haiku", "needs_revision_then_satisfied", "report_sections", "max_iterations", "grader_error"

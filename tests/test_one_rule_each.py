@@ -185,7 +185,7 @@ def _labelled_versions(db: Path) -> dict[str, int]:
     """essay v1: two graded passes, both labelled; essay v2: one graded pass, no label;
     memo v1: one labelled pass. Returns the version ids."""
     from rubric_core.store import Store
-    from tests.conftest import make_evaluation
+    from tests.support.store import make_evaluation
 
     with Store(db) as store:
         v1 = store.save_rubric_version("essay", "- has a title\n- cites a source")

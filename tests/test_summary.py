@@ -18,7 +18,7 @@ from rubric_core.store import RunFilters, Store
 from rubric_core.summary import grader_kind, summary_for_batch
 from rubric_core.ui.batches import batch_input_rows
 from rubric_core.workbench.agreement import agreement_with_labels
-from tests.conftest import make_evaluation, new_run
+from tests.support.store import make_evaluation, new_run
 
 PRICES = "- Mentions a price {regex: \\$\\d}\n- [-5] Shouts {regex: !}\n"
 OUTPUTS = "input,output\na,Great!\nb,$5 deal\nc,Buy now!\n"

@@ -25,7 +25,7 @@ from rubric_core.scoring import mean_score
 from rubric_core.store import Store
 from rubric_core.summary import format_rate, score_text, summary_for_batch
 from rubric_core.ui.batches import batch_input_rows, final_pass_verdicts
-from tests.conftest import make_evaluation, new_run
+from tests.support.store import make_evaluation, new_run
 
 RUBRIC = "- [2] Names the product\n- Cites the date\n- [-3] Invents a price"
 CRITERIA = ("Names the product", "Cites the date", "Invents a price")

@@ -31,7 +31,7 @@ def _criteria_lines(passes: Generator[StoredPass, None, None]) -> Generator[list
     """The `criteria` dataset's CSV lines, one list per pass.
 
     Byte for byte what `csv.writer` writes for `rows.criteria_row` after `neutralise_cell`
-    (tests/export_reference.py is that slow path; the tests compare the two), but each
+    (tests/support/export_reference.py is that slow path; the tests compare the two), but each
     pass's shared cells are quoted once, the text values that repeat (criterion names,
     results, statuses) are quoted once per export, and each verdict row is one f-string.
     """

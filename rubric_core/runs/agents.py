@@ -34,7 +34,7 @@ step's checkpoint follows at once, so a killed process resumes after the last pa
 stored and goes on with the same grading run. LangGraph's default, `"async"`, writes a
 step's checkpoint while the next step runs: a kill just after a pass was stored could
 lose its checkpoint, and the resumed run would grade that pass again and replace its
-record (`tests/test_runner.py::test_killed_process_keeps_its_passes_and_the_run_resumes`
+record (`tests/runs/test_execute.py::test_killed_process_keeps_its_passes_and_the_run_resumes`
 catches exactly that). Its CPU cost is within noise (BENCHMARKS.md, section 8); the
 wait for each write is milliseconds, nothing next to a model call. `"exit"` writes only at the end: a crashed run could not
 resume its grading run at all.

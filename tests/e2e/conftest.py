@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
@@ -40,12 +41,6 @@ def chromium_executable() -> str | None:
         if candidate and Path(candidate).exists():
             return candidate
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_healthy(url: str, process: subprocess.Popen, timeout_s: float) -> None:
@@ -86,7 +81,7 @@ def dashboard(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Dashbo
         env.update(marker.kwargs)
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY"):
         env.pop(var, None)
-    port = _free_port()
+    port = free_port()
     command = [
         sys.executable, "-m", "streamlit", "run", "app.py",
         "--server.port", str(port), "--server.address", "127.0.0.1",

@@ -19,7 +19,7 @@ from rubric_core.rubric import parse_rubric
 from rubric_core.runs import RunSpec, start_run
 from rubric_core.store import Store
 from tests.e2e.conftest import REPO
-from tests.e2e.test_dashboard_e2e import assert_no_exception, choose, go_to, wait_idle
+from tests.support.browser import assert_no_exception, choose, go_to, wait_idle
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ import pytest
 
 from rubric_core.store import Store
 from tests.e2e.conftest import REPO
-from tests.e2e.test_dashboard_e2e import assert_no_exception, go_to, type_into, wait_idle, widget
+from tests.support.browser import assert_no_exception, go_to, type_into, wait_idle, widget
 
 pytestmark = pytest.mark.e2e
 

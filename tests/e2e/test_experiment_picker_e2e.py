@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from rubric_core.store import Store
-from tests.conftest import make_evaluation
-from tests.e2e.test_dashboard_e2e import assert_no_exception, go_to, wait_idle
+from tests.support.browser import assert_no_exception, go_to, wait_idle
+from tests.support.store import make_evaluation
 
 pytestmark = pytest.mark.e2e
 

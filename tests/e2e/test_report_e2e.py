@@ -86,7 +86,7 @@ def test_report_draws_its_charts_offline_and_requests_nothing(tmp_path, browser_
 def test_a_hostile_report_runs_no_script_and_fetches_nothing(tmp_path, browser_page):
     """Stored strings that would run script or fetch an image, opened in a real browser."""
     from rubric_core.report.html import write_report
-    from tests.test_report import _hostile_batch
+    from tests.report.test_html import _hostile_batch
 
     store, batch_id = _hostile_batch(tmp_path)
     with store:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_dashboard_e2e import (
+from tests.support.browser import (
     assert_no_exception,
     choose,
     go_to,
