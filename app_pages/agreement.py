@@ -36,7 +36,7 @@ MODES = {
 }
 mode = st.radio("Compare", list(MODES), format_func=MODES.get, horizontal=True, key="agree_mode")
 
-experiments = store.list_experiments()
+experiments = store.experiments.find()
 predictor, reference = "judge", "human"
 run_of: dict[int, int] = {}
 subject: dict | None = None  # what "Download report" reports
@@ -50,7 +50,7 @@ try:
         subject = {"batch_id": filters.batch_id} if filters.batch_id else None
         # Every disagreement is a final pass of these runs: look up only the ones linked.
         run_of = {
-            int(d["item_id"]): store.evaluation_run_id(int(d["item_id"]))
+            int(d["item_id"]): store.passes.run_of(int(d["item_id"]))
             for d in report["disagreements"][:DISAGREEMENTS_SHOWN]
         }
     else:
@@ -62,7 +62,7 @@ try:
             st.stop()
         left, right = st.columns(2)
         a = experiment_picker(left, "Experiment A", experiments, key="agree_a")
-        run_of = {int(i["evaluation_id"]): int(i["run_id"]) for i in store.experiment_items(a)}
+        run_of = {int(i["evaluation_id"]): int(i["run_id"]) for i in store.experiments.items(a)}
         if mode == "experiment":
             report = agreement_with_labels(store, experiment_id=a)
             predictor = f"#{a}"

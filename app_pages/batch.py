@@ -98,7 +98,7 @@ def _use_scenario() -> None:
     )
 
 
-with st.expander("Offline demo: load a replay scenario", expanded=not store.list_rubrics()):
+with st.expander("Offline demo: load a replay scenario", expanded=not store.rubrics.find()):
     st.caption(
         "Replay models play back a scenario's scripted turns (no network, no API key). Their "
         "verdicts are written for the scenario's own rubric, and some scripts call grader "
@@ -317,11 +317,11 @@ def inputs_table(runs: list[dict]) -> None:
 def batch_view() -> None:
     """Progress and each input's row from the store; the summary once every run has finished."""
     try:
-        total = job.total if job is not None else store.count_runs(batch_id=batch_id)
+        total = job.total if job is not None else store.runs.count(batch_id=batch_id)
         finished, started = batch_progress(store, batch_id)
         value, text = progress(finished, total)
         st.progress(value, text=f"{text} ({started - finished} running)")
-        runs = store.batch_runs(batch_id)
+        runs = store.runs.of_batch(batch_id)
         if job is not None and not job.done():
             if st.button("Stop batch", key="batch_stop"):
                 job.stop()

@@ -23,7 +23,7 @@ RECENT_RUNS = 200
 store = get_store()
 st.title("Compare")
 
-recent = store.list_runs(limit=RECENT_RUNS)
+recent = store.runs.find(limit=RECENT_RUNS)
 if not recent:
     st.info("No stored run yet. Launch one on the Run page, then compare its passes here.")
     st.stop()
@@ -38,7 +38,7 @@ with passes_tab:
         "Run", with_passes, format_func=labels.get, key="compare_run",
         help=f"The {RECENT_RUNS} most recent runs; runs with two or more passes first.",
     )  # fmt: skip
-    evaluations = store.run_evaluations(run_id)
+    evaluations = store.passes.of_run(run_id)
     if len(evaluations) < 2:
         st.info(
             f"Run #{run_id} has {len(evaluations)} grading pass(es); comparing needs two. "
@@ -105,9 +105,9 @@ with runs_tab:
         "Run A", ids, index=min(1, len(ids) - 1), format_func=labels.get, key="compare_run_a"
     )
     run_b = col_b.selectbox("Run B", ids, index=0, format_func=labels.get, key="compare_run_b")
-    first_run, second_run = store.get_run(run_a), store.get_run(run_b)
+    first_run, second_run = store.runs.get(run_a), store.runs.get(run_b)
     st.dataframe(compare_runs_rows(first_run, second_run), hide_index=True, key="compare_rows")
-    verdict_rows = final_verdict_rows(store.run_evaluations(run_a), store.run_evaluations(run_b))
+    verdict_rows = final_verdict_rows(store.passes.of_run(run_a), store.passes.of_run(run_b))
     if verdict_rows:
         st.caption("Final verdict of each criterion")
         st.dataframe(verdict_rows, hide_index=True, key="compare_final_criteria")
@@ -117,7 +117,7 @@ with runs_tab:
             show_status(run["status"], error=run.get("error"), agent_kind=run.get("agent_kind"))
             st.plotly_chart(
                 heatmap_figure(
-                    store.run_evaluations(run["id"]),
+                    store.passes.of_run(run["id"]),
                     rubric_criteria(store, run),
                     finished=run["status"] != "running",
                 ),

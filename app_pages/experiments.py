@@ -52,7 +52,7 @@ with st.container(border=True):
     )
     source_args: dict = {}
     if source == "batch":
-        batches = batch_options(store.list_runs(limit=500))
+        batches = batch_options(store.runs.find(limit=500))
         if batches:
             chosen = st.selectbox("Batch", batches, key="exp_batch")
             source_args = {"batch_id": chosen}
@@ -149,7 +149,7 @@ def regrade_progress() -> None:
     if watch is None:
         return
     try:
-        experiment = store.get_experiment(watch)
+        experiment = store.experiments.get(watch)
     except STORE_ERRORS as exc:
         show_store_error(exc)
         return
@@ -170,7 +170,7 @@ regrade_progress()
 
 # ------------------------------------------------------------------ the experiments
 
-experiments = store.list_experiments()
+experiments = store.experiments.find()
 if not experiments:
     st.info("No experiment yet: re-grade some stored runs above.", icon=":material/science:")
     st.stop()
@@ -198,7 +198,7 @@ except (InputError, *STORE_ERRORS) as exc:
     st.error(f"Cannot compare: {exc}")
     st.stop()
 comparison = result["comparison"]
-items_a = store.experiment_items(a)
+items_a = store.experiments.items(a)
 run_of = {int(i["evaluation_id"]): int(i["run_id"]) for i in items_a}
 overall = comparison["overall"]
 m1, m2, m3, m4, m5 = st.columns(5)

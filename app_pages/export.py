@@ -40,7 +40,7 @@ filters = run_filter_widgets(store, key="export")
 if filters is None:
     st.stop()
 
-matching = store.count_runs(filters=filters)
+matching = store.runs.count(filters=filters)
 st.caption(
     f"{matching:,} run(s) match these filters. Columns: {', '.join(EXPORT_COLUMNS[dataset])}."
 )

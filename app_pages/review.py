@@ -68,13 +68,15 @@ if current is None:
 in_queue = queue.contains(current)
 by_id = {
     int(i["evaluation_id"]): i
-    for i in (store.review_items(filters=filters, evaluation_ids=[current]) if in_queue else [])
+    for i in (
+        store.labels.review_items(filters=filters, evaluation_ids=[current]) if in_queue else []
+    )
 }
 if current not in by_id:
     # A pass linked from elsewhere (an Agreement disagreement, an earlier pass of a run).
     linked_run = parse_id_param(st.query_params.get("run"))
     if linked_run is not None:
-        for other in store.review_items(run_ids=[linked_run], final_only=False):
+        for other in store.labels.review_items(run_ids=[linked_run], final_only=False):
             by_id.setdefault(int(other["evaluation_id"]), other)
 if current not in by_id:
     st.warning(
@@ -115,7 +117,7 @@ def _save(evaluation_id: int, *, agree: bool) -> None:
         st.session_state["review_flash"] = ("error", "Mark at least one criterion pass or fail.")
         return
     try:
-        store.set_labels(
+        store.labels.save(
             evaluation_id, chosen, reviewer=name, notes=chosen_notes(notes, chosen) or None
         )
     except STORE_ERRORS as exc:
@@ -135,7 +137,7 @@ flash = st.session_state.pop("review_flash", None)
 if flash:
     (st.success if flash[0] == "success" else st.error)(flash[1])
 
-counts = store.review_counts(filters=filters)
+counts = store.labels.review_counts(filters=filters)
 st.caption(
     review_caption(queue.position(current) if in_queue else 0, counts["passes"], counts["labelled"])
     + ("" if in_queue else " · this pass is outside the chosen runs")

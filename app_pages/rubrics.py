@@ -43,7 +43,7 @@ st.caption(
     "`[-5]` makes it a penalty, and `{lines == 3}` at its end has code decide it."
 )
 
-rubrics = store.list_rubrics()
+rubrics = store.rubrics.find()
 names = [r["name"] for r in rubrics]
 templates = {**RUBRIC_TEMPLATES, **scenario_templates(list_scenarios())}
 
@@ -85,7 +85,7 @@ def try_it_text(latency_s: float) -> str:
     )
 
 
-first_visit = not store.count_runs()
+first_visit = not store.runs.count()
 if first_visit:
     try:
         demo_latency: float | None = demo_latency_s()
@@ -139,7 +139,7 @@ def _stored_text(name: str | None) -> str:
     """The latest stored text of rubric `name` ("" for a new one)."""
     if not name or name == NEW or name not in names:
         return ""
-    versions = store.rubric_versions(name)
+    versions = store.rubrics.versions(name)
     return str(versions[-1]["text"]) if versions else ""
 
 
@@ -215,11 +215,11 @@ def _save() -> None:
     try:
         validate_rubric(text)
         latest = next((r for r in rubrics if r["name"] == name), None)
-        saved = store.save_rubric_version(
+        saved = store.rubrics.save_version(
             name, text, tags=tags, note=state.get("rubric_note") or ""
         )
         if latest is not None and saved["version"] == latest["latest_version"]:
-            store.set_rubric_tags(name, tags)
+            store.rubrics.set_tags(name, tags)
             result = ("info", f"Unchanged: this text is already {name} v{saved['version']}.")
         else:
             result = (
@@ -339,7 +339,7 @@ with parsed:
 
 st.divider()
 st.subheader("Stored rubrics")
-rubrics = store.list_rubrics()
+rubrics = store.rubrics.find()
 if not rubrics:
     st.info("No rubric saved yet. Write one above (or use a template) and save it.")
     st.stop()
@@ -362,7 +362,7 @@ browse_names = [r["name"] for r in rubrics]
 if state.get("rubrics_browse") not in browse_names:
     state["rubrics_browse"] = browse_names[0]
 browse = st.selectbox("Versions of", browse_names, key="rubrics_browse")
-versions = store.rubric_versions(browse)
+versions = store.rubrics.versions(browse)
 labels = {v["id"]: version_label(v) for v in versions}
 ids = list(labels)
 left, right = st.columns(2)
@@ -398,7 +398,7 @@ with st.expander(f"Text of {labels[new_id]}"):
 
 def _update_tags(name: str, shown: str) -> None:
     """Store the field's tags, unless the stored ones changed since the field showed them."""
-    now = ", ".join(next((r["tags"] for r in store.list_rubrics() if r["name"] == name), []))
+    now = ", ".join(next((r["tags"] for r in store.rubrics.find() if r["name"] == name), []))
     if now != shown:
         state[f"rubrics_tags_{name}"] = state[f"rubrics_tags_base_{name}"] = now
         state["rubrics_tags_result"] = (
@@ -409,7 +409,7 @@ def _update_tags(name: str, shown: str) -> None:
         return
     tags = parse_tags(str(state.get(f"rubrics_tags_{name}") or ""))
     try:
-        store.set_rubric_tags(name, tags)
+        store.rubrics.set_tags(name, tags)
     except STORE_ERRORS as exc:
         state["rubrics_tags_result"] = ("store", exc)
         return

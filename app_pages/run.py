@@ -123,10 +123,10 @@ def grade_output_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     if last is None:
         return
     st.divider()
-    run = store.get_run(int(last))
+    run = store.runs.get(int(last))
     st.subheader(f"Graded run #{last} · {rubric_label(run)}")
     show_status(run["status"], error=run.get("error"), agent_kind=run.get("agent_kind"))
-    render_passes(store.run_evaluations(int(last)), running=run["status"] == "running")
+    render_passes(store.passes.of_run(int(last)), running=run["status"] == "running")
     point_review_at(version, None)
     st.page_link(
         "app_pages/runs.py", label=f"Open run #{last}", icon=":material/history:",
@@ -182,7 +182,7 @@ def _use_scenario_models(name: str) -> None:
 
 # Open on a first visit with no rubric, then stay as the person leaves it: an `expanded`
 # that followed the store would fold the loader away right after its first use.
-st.session_state.setdefault("run_demo_open", not store.list_rubrics())
+st.session_state.setdefault("run_demo_open", not store.rubrics.find())
 with st.expander(
     "Offline demo: load a replay scenario", expanded=st.session_state["run_demo_open"]
 ):
@@ -316,12 +316,12 @@ def watched_run() -> tuple[int, bool] | None:
         watch = st.selectbox(
             "Watching",
             recent,
-            format_func=lambda run_id: run_label(store.get_run(run_id)),
+            format_func=lambda run_id: run_label(store.runs.get(run_id)),
             key="run_watch_pick",
         )
         st.session_state["run_watch"] = watch
     try:
-        return watch, store.get_run(watch)["status"] == "running"
+        return watch, store.runs.get(watch)["status"] == "running"
     except StoreError as exc:
         if exc.kind != "invalid":  # an unknown run id; any other fault is shown by the frame
             raise
@@ -341,8 +341,8 @@ watch, running_now = watched
 def live_view(run_id: int) -> None:
     """Redraw the run from the store; once it ends, rerun the page to stop polling."""
     try:
-        run = store.get_run(run_id)
-        evaluations = store.run_evaluations(run_id)
+        run = store.runs.get(run_id)
+        evaluations = store.passes.of_run(run_id)
     except STORE_ERRORS as exc:
         show_store_error(exc)
         return

@@ -32,7 +32,7 @@ filters = run_filter_widgets(store, key="runs")
 if filters is None:
     st.stop()
 
-total = store.count_runs(filters=filters)
+total = store.runs.count(filters=filters)
 pages = page_count(total, DEFAULT_PAGE_SIZE)
 page_col, caption_col = st.columns([1, 4], vertical_alignment="bottom")
 # Keyed by the filters: new filters start again at page 1 (and never exceed the last page).
@@ -43,7 +43,7 @@ page, offset, limit = page_window(int(requested), total, DEFAULT_PAGE_SIZE)
 caption_col.caption(
     f"{page_caption(page, total, DEFAULT_PAGE_SIZE)}. Click a row to open its run below."
 )
-runs = store.list_runs(filters=filters, limit=limit, offset=offset)
+runs = store.runs.find(filters=filters, limit=limit, offset=offset)
 
 if not runs and not st.query_params.get("run"):
     st.info(
@@ -86,7 +86,7 @@ if run_id is None:
         st.stop()
     run_id = int(runs[0]["id"])
 try:
-    running_now = store.get_run(run_id)["status"] == "running"
+    running_now = store.runs.get(run_id)["status"] == "running"
 except StoreError as exc:
     if exc.kind != "invalid":
         raise
@@ -100,8 +100,8 @@ except StoreError as exc:
 
 def render_run_detail(store: Store, run_id: int, *, key: str) -> None:
     """A stored run's page: overview, passes, transcript, final output and its spec."""
-    run = store.get_run(run_id)
-    evaluations = store.run_evaluations(run_id)
+    run = store.runs.get(run_id)
+    evaluations = store.passes.of_run(run_id)
     st.subheader(f"Run #{run_id} · {rubric_label(run)}")
     if run["status"] != "running":
         report_download(store, key=f"{key}_report_{run_id}", run_id=run_id)
@@ -132,7 +132,7 @@ def run_detail() -> None:
     """The run from the store, redrawn every second while it runs (as the Run page does)."""
     try:
         render_run_detail(store, run_id, key="runs_detail")
-        still_running = store.get_run(run_id)["status"] == "running"
+        still_running = store.runs.get(run_id)["status"] == "running"
     except STORE_ERRORS as exc:
         show_store_error(exc)
         return

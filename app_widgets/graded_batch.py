@@ -96,7 +96,7 @@ def graded_batch_form(store: Store, scenarios: list[dict], *, key: str) -> None:
     @st.fragment(run_every=1.0 if polling else None)
     def graded_view() -> None:
         try:
-            total = job.total if job is not None else store.count_runs(batch_id=batch_id)
+            total = job.total if job is not None else store.runs.count(batch_id=batch_id)
             finished, _ = batch_progress(store, batch_id)
             value, text = progress(finished, total)
             st.progress(value, text=f"Graded {text}")

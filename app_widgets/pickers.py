@@ -29,7 +29,7 @@ def rubric_version_picker(store: Store, *, key: str, persist: bool = False) -> d
 
     `persist` keeps the choice while another page is open (Streamlit's `persist_state`).
     """
-    rubrics = store.list_rubrics()
+    rubrics = store.rubrics.find()
     if not rubrics:
         st.info(
             "No rubric is stored yet: write one on the Rubrics page first.",
@@ -41,7 +41,7 @@ def rubric_version_picker(store: Store, *, key: str, persist: bool = False) -> d
         st.session_state[f"{key}_rubric"] = names[0]
     scope = PERSIST if persist else None
     name = st.selectbox("Rubric", names, key=f"{key}_rubric", persist_state=scope)
-    versions = list(reversed(store.rubric_versions(name)))  # newest first
+    versions = list(reversed(store.rubrics.versions(name)))  # newest first
     labels = {v["id"]: version_label(v) for v in versions}
     version_id = st.selectbox(
         "Version", list(labels), format_func=labels.get, key=f"{key}_version_{name}",
@@ -83,14 +83,14 @@ def run_filter_widgets(store: Store, *, key: str) -> RunFilters | None:
 
     Two rows, so that each field (the date placeholders too) keeps its width at 1024 px.
     """
-    rubrics = store.list_rubrics()
+    rubrics = store.rubrics.find()
     names = [ANY, *(r["name"] for r in rubrics)]
     c1, c2, c3, c4 = st.columns(4)
     rubric = c1.selectbox("Rubric", names, key=f"{key}_rubric")
     version_ids: list = [ANY]
     labels: dict = {ANY: ANY}
     if rubric != ANY:
-        for version in reversed(store.rubric_versions(rubric)):
+        for version in reversed(store.rubrics.versions(rubric)):
             version_ids.append(version["id"])
             labels[version["id"]] = f"v{version['version']}"
     version_id = c2.selectbox(

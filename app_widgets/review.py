@@ -43,7 +43,7 @@ def review_scope(store: Store, *, key: str, want: str = "review") -> tuple[dict,
     session (`opening_version`); when the shown version has no label and another has, the
     page says which.
     """
-    rubrics = store.list_rubrics()
+    rubrics = store.rubrics.find()
     if f"{key}_rubric" not in st.session_state:
         # The rubric too, once per session: the first with something to review (or with
         # labels to compare, else a graded pass), not merely the first stored.
@@ -68,7 +68,7 @@ def review_scope(store: Store, *, key: str, want: str = "review") -> tuple[dict,
     note = labels_elsewhere(store, version["name"], int(version["id"]))
     if note:
         st.info(note, icon=":material/rate_review:")
-    runs = store.list_runs(version_id=int(version["id"]), limit=500)
+    runs = store.runs.find(version_id=int(version["id"]), limit=500)
     batches = batch_options(runs)
     chosen = st.selectbox(
         "Runs",

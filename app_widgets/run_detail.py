@@ -83,7 +83,7 @@ def render_run_overview(store: Store, run: dict, evaluations: list[dict], *, key
 def rubric_criteria(store: Store, run: dict) -> list[str]:
     """The criteria of a run's rubric version, in rubric order (empty if it cannot be read)."""
     try:
-        return list(store.get_rubric_version(run["rubric_version_id"])["criteria"])
+        return list(store.rubrics.version(run["rubric_version_id"])["criteria"])
     except (*STORE_ERRORS, KeyError):
         return []
 
@@ -116,7 +116,7 @@ def render_passes(evaluations: list[dict], *, running: bool = True) -> None:
 
 def render_transcript(store: Store, run_id: int) -> None:
     """The stored conversation; the grader's injected feedback is marked as the grader's."""
-    items = transcript_items(store.transcript(run_id))
+    items = transcript_items(store.runs.transcript(run_id))
     if not items:
         st.caption("No transcript stored yet (it is saved when the run ends).")
         return

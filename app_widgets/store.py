@@ -55,13 +55,13 @@ def get_store() -> Store | None:
 
 @st.cache_data(max_entries=64, show_spinner="Counting verdicts over the matching passes…")
 def cached_pass_rates(path: str, filters: RunFilters, version: tuple[int, int]) -> list[dict]:
-    """`Store.criterion_pass_rates` under the store's data version (see `data_version`).
+    """`Store.passes.criterion_pass_rates` under the store's data version (see `data_version`).
 
     Over 100,000 passes the count takes most of a second; it is computed once per
     new pass or run and filter choice, then served from the cache.
     """
     del version  # part of the cache key only
-    return _open_store(path).criterion_pass_rates(filters=filters)
+    return _open_store(path).passes.criterion_pass_rates(filters=filters)
 
 
 def reopen_store() -> None:

@@ -162,7 +162,7 @@ def _collect(stats_dir: Path) -> dict[str, float]:
 
 def _template(store: Store, latency_s: float) -> RunSpec:
     scenario = load_scenario(_SCENARIO)
-    version_id = store.save_rubric_version("bench", scenario["rubric"])["id"]
+    version_id = store.rubrics.save_version("bench", scenario["rubric"])["id"]
     model = f"replay:{_SCENARIO}?latency_s={latency_s}"
     return RunSpec(
         rubric_version_id=version_id,

@@ -66,7 +66,9 @@ def _instrument() -> None:
     from rubric_core.middleware import RubricMiddleware
     from rubric_core.providers.replay import ScenarioReplayChatModel
     from rubric_core.runs import execute
-    from rubric_core.store.facade import Store
+    from rubric_core.store.queries.passes import Passes
+    from rubric_core.store.queries.rubrics import Rubrics
+    from rubric_core.store.queries.runs import Runs
 
     pieces: list[tuple[Any, str, str]] = [
         (runs, "run_once", "ours: run_once itself"),
@@ -76,11 +78,11 @@ def _instrument() -> None:
         (RubricMiddleware, "after_agent", "ours: RubricMiddleware.after_agent itself"),
         (Grader, "grade", "ours: Grader.grade itself (payload, alignment)"),
         (DirectGrader, "_call", "ours: DirectGrader._call itself"),
-        (Store, "create_run", "ours: Store.create_run"),
-        (Store, "record_evaluation", "ours: Store.record_evaluation"),
-        (Store, "finish_run", "ours: Store.finish_run"),
-        (Store, "get_run", "ours: Store.get_run"),
-        (Store, "get_rubric_version", "ours: Store.get_rubric_version"),
+        (Runs, "create", "ours: Store.runs.create"),
+        (Passes, "record", "ours: Store.passes.record"),
+        (Runs, "finish", "ours: Store.runs.finish"),
+        (Runs, "get", "ours: Store.runs.get"),
+        (Rubrics, "version", "ours: Store.rubrics.version"),
         (ScenarioReplayChatModel, "invoke", "model calls (LangChain's invoke and the replay)"),
         (Pregel, "invoke", "LangGraph: invoke, outside the pieces above"),
     ]
@@ -119,7 +121,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "bench.db")
         try:
-            version = store.save_rubric_version("bench", scenario["rubric"])["id"]
+            version = store.rubrics.save_version("bench", scenario["rubric"])["id"]
             spec = runs.RunSpec(
                 rubric_version_id=version,
                 input=scenario["input"],

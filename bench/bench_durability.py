@@ -36,11 +36,11 @@ VERDICTS = [(f"criterion {i}", i % 3 != 0, f"gap {i} " * 8) for i in range(10)]
 
 
 def _fill(store: Store, passes: int) -> int:
-    version = store.save_rubric_version("bench", RUBRIC)
+    version = store.rubrics.save_version("bench", RUBRIC)
     run_id = new_run(store, version["id"])
     grading = uuid.uuid4().hex
     for iteration in range(passes):
-        store.record_evaluation(
+        store.passes.record(
             run_id,
             make_evaluation(grading_run_id=grading, iteration=iteration, verdicts=VERDICTS),
         )
@@ -88,7 +88,7 @@ def bench_postgres(url: str, rounds: int = 9) -> dict[str, float]:
 def _record_ms(interval: float, passes: int) -> float:
     connection.CHECKPOINT_INTERVAL_S = interval
     with tempfile.TemporaryDirectory() as folder, Store(Path(folder) / "b.db") as store:
-        version = store.save_rubric_version("bench", RUBRIC)
+        version = store.rubrics.save_version("bench", RUBRIC)
         run_id = new_run(store, version["id"])
         grading = uuid.uuid4().hex
         times = []
@@ -97,7 +97,7 @@ def _record_ms(interval: float, passes: int) -> float:
                 grading_run_id=grading, iteration=iteration, verdicts=VERDICTS
             )
             start = time.perf_counter()
-            store.record_evaluation(run_id, evaluation)
+            store.passes.record(run_id, evaluation)
             times.append(time.perf_counter() - start)
     return statistics.median(times) * 1000
 

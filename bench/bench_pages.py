@@ -112,22 +112,22 @@ def _library_steps(store: Store, run_id: int) -> dict[str, Callable[[], object]]
     """The queries and figures behind the two pages, each on its own."""
 
     def detail() -> object:
-        run = store.get_run(run_id)
-        evaluations = store.run_evaluations(run_id)
-        items = transcript_items(store.transcript(run_id))
+        run = store.runs.get(run_id)
+        evaluations = store.passes.of_run(run_id)
+        items = transcript_items(store.runs.transcript(run_id))
         return run, timeline_figure(evaluations), heatmap_figure(evaluations), items
 
     return {
-        "Runs: count_runs()": lambda: store.count_runs(),
-        "Runs: list_runs(limit=25) + table": lambda: runs_table(store.list_runs(limit=25)),
+        "Runs: count_runs()": lambda: store.runs.count(),
+        "Runs: list_runs(limit=25) + table": lambda: runs_table(store.runs.find(limit=25)),
         "Runs: model filter choices": lambda: known_models(store),
         "Runs: criterion_pass_rates() + figure": lambda: pass_rate_figure(
-            store.criterion_pass_rates()
+            store.passes.criterion_pass_rates()
         ),
         "Run page: run + passes + transcript + figures": detail,
         **{
             f"pass rates, {label} (scan)": (
-                lambda f=filters, o=final: store.criterion_pass_rates(f, final_only=o)
+                lambda f=filters, o=final: store.passes.criterion_pass_rates(f, final_only=o)
             )
             for label, filters, final in _scanned_filters(store, run_id)
         },
@@ -136,7 +136,7 @@ def _library_steps(store: Store, run_id: int) -> dict[str, Callable[[], object]]
 
 def _scanned_filters(store: Store, run_id: int) -> list[tuple[str, RunFilters, bool]]:
     """The filters the pass counts cannot serve, each with the values of a generated run."""
-    newest = store.get_run(run_id)
+    newest = store.runs.get(run_id)
     month_ago = (dt.datetime.now(dt.UTC) - dt.timedelta(days=30)).date()
     return [
         ("model filter", RunFilters(model=newest["agent_model"]), False),
@@ -150,16 +150,16 @@ def _scanned_filters(store: Store, run_id: int) -> list[tuple[str, RunFilters, b
 
 def _pass_arrives(store: Store) -> Callable[[], None]:
     """Store one more graded pass of a run of its own on each call."""
-    version = store.list_runs(limit=1)[0]["rubric_version_id"]
-    names = store.get_rubric_version(version)["criteria"]
-    run_id = store.create_run(
+    version = store.runs.find(limit=1)[0]["rubric_version_id"]
+    names = store.rubrics.version(version)["criteria"]
+    run_id = store.runs.create(
         rubric_version_id=version, input="bench", agent_model="replay:bench",
         grader_model="replay:bench", max_iterations=20, agent_kind="basic",
     )  # fmt: skip
     iteration = iter(range(10**6))
 
     def arrive() -> None:
-        store.record_evaluation(
+        store.passes.record(
             run_id,
             {
                 "grading_run_id": "bench", "iteration": next(iteration),
@@ -174,8 +174,8 @@ def _pass_arrives(store: Store) -> Callable[[], None]:
 
 
 def _middle_run(store: Store) -> int:
-    total = store.count_runs()
-    return store.list_runs(limit=1, offset=total // 2)[0]["id"]
+    total = store.runs.count()
+    return store.runs.find(limit=1, offset=total // 2)[0]["id"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             verdicts = conn.execute("SELECT COUNT(*) FROM criterion_results").fetchone()[0]
         finally:
             conn.close()
-        sizes[name] = (store.count_runs(), passes, verdicts)
+        sizes[name] = (store.runs.count(), passes, verdicts)
     middles = {name: _middle_run(store) for name, store in stores.items()}
 
     # Page renders: the Runs page (list, filters, pass rates, newest run's detail), a run's

@@ -141,7 +141,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(args.db or str(Path(tmp) / "bench.db"))
         try:
-            version_id = store.save_rubric_version("bench", RUBRIC)["id"]
+            version_id = store.rubrics.save_version("bench", RUBRIC)["id"]
             spec = RunSpec(
                 rubric_version_id=version_id,
                 input="warm-up",

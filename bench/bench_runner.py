@@ -57,7 +57,7 @@ def measure(runs: int, durability: str | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "bench.db")
         try:
-            version = store.save_rubric_version("bench", scenario["rubric"])["id"]
+            version = store.rubrics.save_version("bench", scenario["rubric"])["id"]
             spec = RunSpec(
                 rubric_version_id=version,
                 input=scenario["input"],

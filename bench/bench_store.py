@@ -139,40 +139,40 @@ def _naive_export(path: Path, sink: io.TextIOBase) -> int:
 
 
 def _queries(store: Store) -> dict[str, Callable[[], object]]:
-    rubric = store.list_rubrics()[3]
+    rubric = store.rubrics.find()[3]
     version_id = rubric["latest_version_id"]
-    total = store.count_runs()
-    middle = store.list_runs(limit=1, offset=total // 2)[0]["id"]
+    total = store.runs.count()
+    middle = store.runs.find(limit=1, offset=total // 2)[0]["id"]
 
     def detail() -> object:
-        return store.get_run(middle), store.run_evaluations(middle), store.transcript(middle)
+        return store.runs.get(middle), store.passes.of_run(middle), store.runs.transcript(middle)
 
     return {
-        "list_runs, page 1 (50 rows, no filter)": lambda: store.list_runs(limit=50),
-        "list_runs, page 1 (rubric + status filter)": lambda: store.list_runs(
+        "list_runs, page 1 (50 rows, no filter)": lambda: store.runs.find(limit=50),
+        "list_runs, page 1 (rubric + status filter)": lambda: store.runs.find(
             rubric=rubric["name"], status="failed", limit=50
         ),
-        "list_runs, last page (offset = count - 50)": lambda: store.list_runs(
+        "list_runs, last page (offset = count - 50)": lambda: store.runs.find(
             limit=50, offset=total - 50
         ),
-        "count_runs (rubric + status + since)": lambda: store.count_runs(
+        "count_runs (rubric + status + since)": lambda: store.runs.count(
             rubric=rubric["name"], status="failed", since="2000-01-01"
         ),
-        "count_runs (model, agent or grader)": lambda: store.count_runs(model="openai:gpt-4.1"),
+        "count_runs (model, agent or grader)": lambda: store.runs.count(model="openai:gpt-4.1"),
         "run detail (get_run + run_evaluations + transcript)": detail,
-        "criterion_pass_rates (one version, every pass)": lambda: store.criterion_pass_rates(
+        "criterion_pass_rates (one version, every pass)": lambda: store.passes.criterion_pass_rates(
             version_id=version_id
         ),
-        "criterion_pass_rates (one version, final pass)": lambda: store.criterion_pass_rates(
+        "criterion_pass_rates (one version, final pass)": lambda: store.passes.criterion_pass_rates(
             version_id=version_id, final_only=True
         ),
     }
 
 
 def _naive(store: Store) -> dict[str, Callable[[], object]]:
-    rubric = store.list_rubrics()[3]
-    total = store.count_runs()
-    middle = store.list_runs(limit=1, offset=total // 2)[0]["id"]
+    rubric = store.rubrics.find()[3]
+    total = store.runs.count()
+    middle = store.runs.find(limit=1, offset=total // 2)[0]["id"]
     path = store.path
     return {
         "list_runs, page 1 (rubric + status filter)": lambda: _naive_list_page(
@@ -199,9 +199,9 @@ def _writes(tmp: Path, threads: int, per_thread: int, trial: int = 0) -> tuple[f
     and how many of them shared each commit (group commit)."""
     path = tmp / f"writes-{threads}-{trial}.db"
     with Store(path) as store:
-        version = store.save_rubric_version("w", "\n".join(f"- c{i}" for i in range(10)))
+        version = store.rubrics.save_version("w", "\n".join(f"- c{i}" for i in range(10)))
         run_ids = [
-            store.create_run(
+            store.runs.create(
                 rubric_version_id=version["id"],
                 input="x",
                 agent_model="a",
@@ -216,7 +216,7 @@ def _writes(tmp: Path, threads: int, per_thread: int, trial: int = 0) -> tuple[f
 
         def work(run_id: int) -> None:
             for i in range(per_thread):
-                store.record_evaluation(
+                store.passes.record(
                     run_id,
                     {
                         "grading_run_id": "g",
@@ -306,7 +306,7 @@ def run(*, runs: int, passes: int, criteria: int, factor: int, repeats: int, dat
             )
             print(lines[-1], flush=True)
 
-        version_id = big.list_rubrics()[3]["latest_version_id"]
+        version_id = big.rubrics.find()[3]["latest_version_id"]
         export_cases = [
             ("CSV export, one rubric version", big, {"version_id": version_id}),
             (f"CSV export, everything ({small_runs:,} runs)", small, {}),

@@ -1,7 +1,7 @@
 """Benchmark graded-pass write throughput: PostgreSQL against SQLite, 1, 8 and 32 writers.
 
 Each writer thread records `--passes` grading passes (10 criteria each) into its own run,
-through the public `Store.record_evaluation` (each committed before it returns), as the
+through the public `Store.passes.record` (each committed before it returns), as the
 loop does. Rounds are interleaved (SQLite, PostgreSQL, SQLite, ...) so machine noise hits
 both alike; the figure is the median passes/s per backend and their ratio.
 
@@ -56,9 +56,9 @@ def _evaluation(grading_run_id: str, iteration: int) -> dict[str, object]:
 
 def _round(store: Store, writers: int, passes: int) -> float:
     """passes/s for `writers` threads each writing `passes` passes into its own run."""
-    version = store.save_rubric_version("bench", "\n".join(f"- {c}" for c in CRITERIA))
+    version = store.rubrics.save_version("bench", "\n".join(f"- {c}" for c in CRITERIA))
     runs = [
-        store.create_run(
+        store.runs.create(
             rubric_version_id=version["id"],
             input=f"input {n}",
             agent_model="replay:x",
@@ -76,7 +76,7 @@ def _round(store: Store, writers: int, passes: int) -> float:
         barrier.wait()
         try:
             for i in range(passes):
-                store.record_evaluation(run_id, _evaluation(grading, i))
+                store.passes.record(run_id, _evaluation(grading, i))
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

@@ -323,7 +323,7 @@ def summary_for_batch(store: Store, batch_id: str) -> Summary:
         >>> summary_for_batch(store, "batch-1a2b").satisfied_rate  # doctest: +SKIP
         0.75
     """
-    runs = store.batch_runs(batch_id)
+    runs = store.runs.of_batch(batch_id)
     by_status = Counter(str(run["status"]) for run in runs)
     satisfied_iterations = [int(run["iterations"]) for run in runs if run["status"] == "satisfied"]
     errors = [
@@ -340,7 +340,9 @@ def summary_for_batch(store: Store, batch_id: str) -> Summary:
         satisfied_rate=_satisfied_rate(by_status),
         mean_iterations_to_satisfied=mean,
         iterations_to_satisfied=dict(sorted(Counter(satisfied_iterations).items())),
-        criterion_pass_rates=list(store.criterion_pass_rates(batch_id=batch_id, final_only=True)),
+        criterion_pass_rates=list(
+            store.passes.criterion_pass_rates(batch_id=batch_id, final_only=True)
+        ),
         grader_errors=by_status.get("grader_error", 0),
         errors=errors,
         scores=[float(run["score"]) for run in runs if run.get("score") is not None],
@@ -384,10 +386,10 @@ def summary_for_experiment(store: Store, experiment_id: int) -> Summary:
     grading scored by `scoring.score_pass` with the version's weights, averaged by
     `scoring.mean_score` as a batch's are); pass rates over its source passes. An
     experiment runs no loop: no iterations to satisfied."""
-    experiment = store.get_experiment(experiment_id)
-    version = store.get_rubric_version(int(experiment["rubric_version_id"]))
+    experiment = store.experiments.get(experiment_id)
+    version = store.rubrics.version(int(experiment["rubric_version_id"]))
     specs = rubric_criteria(version["text"], list(version["criteria"]))
-    raw = store.experiment_items(experiment_id)
+    raw = store.experiments.items(experiment_id)
     results = Counter(str(item["result"]) for item in raw)
     scores = [score_pass(specs, item["criteria"]) for item in raw if item["criteria"]]
     kind = grader_kind(experiment.get("grader_model"))
@@ -399,7 +401,7 @@ def summary_for_experiment(store: Store, experiment_id: int) -> Summary:
         mean_iterations_to_satisfied=None,
         iterations_to_satisfied={},
         criterion_pass_rates=experiment_rates(
-            store.experiment_verdicts(experiment_id), list(version["criteria"])
+            store.experiments.verdicts(experiment_id), list(version["criteria"])
         ),
         grader_errors=results.get("grader_error", 0),
         scores=[s for s in scores if s is not None],

@@ -56,7 +56,7 @@ def store(db_target: str) -> Iterator[Store]:
 @pytest.fixture
 def rubric_version(store: Store) -> dict[str, Any]:
     """Version 1 of the rubric "article" (RUBRIC_TEXT)."""
-    return store.save_rubric_version("article", RUBRIC_TEXT, tags=["writing"])
+    return store.rubrics.save_version("article", RUBRIC_TEXT, tags=["writing"])
 
 
 @pytest.fixture

@@ -375,7 +375,7 @@ def test_runner_stores_a_real_run(llm_endpoint: Endpoint, tmp_path: Path) -> Non
     db = tmp_path / "studio.db"
     store = Store(db)
     try:
-        version = store.save_rubric_version("capital", _RUBRIC)
+        version = store.rubrics.save_version("capital", _RUBRIC)
         spec = RunSpec(
             rubric_version_id=version["id"],
             input=_INPUT,
@@ -393,9 +393,9 @@ def test_runner_stores_a_real_run(llm_endpoint: Endpoint, tmp_path: Path) -> Non
     # Read everything back through a fresh handle: what was stored is what a user sees.
     store = Store(db)
     try:
-        stored = store.get_run(run["id"])
-        evaluations = store.run_evaluations(run["id"])
-        transcript = store.transcript(run["id"])
+        stored = store.runs.get(run["id"])
+        evaluations = store.passes.of_run(run["id"])
+        transcript = store.runs.transcript(run["id"])
     finally:
         store.close()
 

@@ -93,7 +93,7 @@ def test_run_scenario_saves_the_rubric_under_the_scenario_name(invoke) -> None:
     assert "rubric 'haiku' v1" in out.output
     assert scenario_rubric_name("replay:haiku?latency_s=1") == "haiku"
     with Store(invoke.db) as store:
-        assert [(r["name"], r["tags"]) for r in store.list_rubrics()] == [("haiku", ["scenario"])]
+        assert [(r["name"], r["tags"]) for r in store.rubrics.find()] == [("haiku", ["scenario"])]
 
 
 # ---------------------------------------------------------------- finding 8
@@ -188,9 +188,9 @@ def _labelled_versions(db: Path) -> dict[str, int]:
     from tests.support.store import make_evaluation
 
     with Store(db) as store:
-        v1 = store.save_rubric_version("essay", "- has a title\n- cites a source")
-        v2 = store.save_rubric_version("essay", "- has a title\n- cites a source\n- is short")
-        memo = store.save_rubric_version("memo", "- is dated")
+        v1 = store.rubrics.save_version("essay", "- has a title\n- cites a source")
+        v2 = store.rubrics.save_version("essay", "- has a title\n- cites a source\n- is short")
+        memo = store.rubrics.save_version("memo", "- is dated")
         plan = [
             (v1, [("has a title", True), ("cites a source", False, "add one")], {"has a title": True, "cites a source": True}),
             (v1, [("has a title", True), ("cites a source", True)], {"has a title": True, "cites a source": True}),
@@ -198,14 +198,14 @@ def _labelled_versions(db: Path) -> dict[str, int]:
             (memo, [("is dated", True)], {"is dated": False}),
         ]  # fmt: skip
         for version, verdicts, labels in plan:
-            run_id = store.create_run(
+            run_id = store.runs.create(
                 rubric_version_id=version["id"], input="q", agent_model="",
                 grader_model="replay:x", max_iterations=1, agent_kind="graded",
             )  # fmt: skip
-            evaluation_id = store.record_evaluation(run_id, make_evaluation(verdicts=verdicts))
-            store.finish_run(run_id, status="satisfied", final_output="d")
+            evaluation_id = store.passes.record(run_id, make_evaluation(verdicts=verdicts))
+            store.runs.finish(run_id, status="satisfied", final_output="d")
             if labels:
-                store.set_labels(evaluation_id, labels, reviewer="ana")
+                store.labels.save(evaluation_id, labels, reviewer="ana")
     return {"essay v1": v1["id"], "essay v2": v2["id"], "memo v1": memo["id"]}
 
 

@@ -19,7 +19,7 @@ from rubric_core.store import Store
 
 def _seeded(path: Path) -> Path:
     with Store(path) as store:
-        store.save_rubric_version("essay", "- has a title")
+        store.rubrics.save_version("essay", "- has a title")
     return path
 
 

@@ -354,5 +354,5 @@ def test_a_rubric_of_bare_bullets_is_refused(store):
     with pytest.raises(RubricError, match=r"line 1 \('-'\): a bullet with no criterion"):
         validate_rubric("-\n*\n1.")
     with pytest.raises(RubricError, match="a bullet with no criterion"):
-        store.save_rubric_version("bullets", "-\n*\n1.")
-    assert store.list_rubrics() == []
+        store.rubrics.save_version("bullets", "-\n*\n1.")
+    assert store.rubrics.find() == []

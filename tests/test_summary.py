@@ -38,7 +38,7 @@ def _graded_prices(tmp_path):
     _cli(db, "rubrics", "add", "prices", str(tmp_path / "r.txt"))
     _cli(db, "gate", "--input-file", str(tmp_path / "o.csv"), "--rubric", "prices")
     with Store(db) as store:
-        [batch] = store.list_batches()
+        [batch] = store.runs.batches()
     return db, batch["batch_id"]
 
 
@@ -64,7 +64,7 @@ def test_a_checks_only_gate_records_the_one_checks_grader_name(tmp_path):
     records `checks`, so the Runs page's Model filter listed both."""
     db, batch_id = _graded_prices(tmp_path)
     with Store(db) as store:
-        assert {run["grader_model"] for run in store.batch_runs(batch_id)} == {"checks"}
+        assert {run["grader_model"] for run in store.runs.of_batch(batch_id)} == {"checks"}
         assert summary_for_batch(store, batch_id).grader_kinds == {"checks": 3}
 
 
@@ -75,13 +75,13 @@ def test_a_stored_checks_only_grader_reads_as_checks_after_migration(tmp_path):
 
     db = tmp_path / "old.db"
     with Store(db) as store:
-        version = store.save_rubric_version("prices", PRICES)
+        version = store.rubrics.save_version("prices", PRICES)
         run_id = new_run(store, version["id"], grader_model="checks")
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE runs SET grader_model = 'checks-only' WHERE id = ?", (run_id,))
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0012_checks_grader_name'")
     with Store(db) as store:
-        assert store.get_run(run_id)["grader_model"] == "checks"
+        assert store.runs.get(run_id)["grader_model"] == "checks"
     assert grader_kind("checks-only") == grader_kind("none") == "checks"
 
 
@@ -106,11 +106,11 @@ def test_a_run_has_one_score_on_the_batch_page_and_in_the_report(tmp_path):
     report's inputs table and "score 0.00" in the same report's pass heading; the mean
     beside it gave no way to recompute it."""
     with Store(tmp_path / "s.db") as store:
-        version = store.save_rubric_version("r", "- [5] a\n- [-9] b")
+        version = store.rubrics.save_version("r", "- [5] a\n- [-9] b")
         run_id = new_run(store, version["id"], batch_id="b1", input_index=0)
-        store.record_evaluation(run_id, make_evaluation(verdicts=[("a", True), ("b", False)]))
-        store.finish_run(run_id, status="needs_revision", score=-0.8)
-        runs = store.batch_runs("b1")
+        store.passes.record(run_id, make_evaluation(verdicts=[("a", True), ("b", False)]))
+        store.runs.finish(run_id, status="needs_revision", score=-0.8)
+        runs = store.runs.of_batch("b1")
         [row] = batch_input_rows(runs, {}, ["a", "b"])
         html = render_report(figures_for(store, batch_id="b1"), item_charts=False)
         summary = summary_for_batch(store, "b1")
@@ -127,19 +127,15 @@ def test_agreement_counts_only_passes_a_model_graded(tmp_path):
     as "agreed" by `export --format sft --labels-only`."""
     db = tmp_path / "s.db"
     with Store(db) as store:
-        version = store.save_rubric_version("r", "- a\n- b")
+        version = store.rubrics.save_version("r", "- a\n- b")
         person = new_run(store, version["id"], grader_model="human:ana")
-        graded = store.record_evaluation(
-            person, make_evaluation(verdicts=[("a", True), ("b", True)])
-        )
-        store.set_labels(graded, {"a": True, "b": True}, reviewer="ana")
-        store.finish_run(person, status="satisfied", score=1.0)
+        graded = store.passes.record(person, make_evaluation(verdicts=[("a", True), ("b", True)]))
+        store.labels.save(graded, {"a": True, "b": True}, reviewer="ana")
+        store.runs.finish(person, status="satisfied", score=1.0)
         judge = new_run(store, version["id"], grader_model="openai:gpt-4o-mini")
-        judged = store.record_evaluation(
-            judge, make_evaluation(verdicts=[("a", True), ("b", True)])
-        )
-        store.set_labels(judged, {"a": True, "b": False}, reviewer="ana")
-        store.finish_run(judge, status="satisfied", score=1.0)
+        judged = store.passes.record(judge, make_evaluation(verdicts=[("a", True), ("b", True)]))
+        store.labels.save(judged, {"a": True, "b": False}, reviewer="ana")
+        store.runs.finish(judge, status="satisfied", score=1.0)
         report = agreement_with_labels(store)
         agreed = list(training_rows(store, "sft", RunFilters(), TrainingOptions(labels_only=True)))
     assert report["overall"]["n"] == 2  # the judge's two labelled verdicts only

@@ -44,7 +44,7 @@ a_run = st.fixed_dictionaries(
 
 
 def _seed(store: Store, runs: list[dict]) -> None:
-    version = store.save_rubric_version("article", RUBRIC)
+    version = store.rubrics.save_version("article", RUBRIC)
     clock = 1_700_000_000.0
     for index, spec in enumerate(runs):
         run_id = new_run(
@@ -63,16 +63,16 @@ def _seed(store: Store, runs: list[dict]) -> None:
                     verdicts=list(zip(CRITERIA, passed, strict=True)),
                     started_at=clock,
                 )
-            stored = store.record_evaluation(run_id, evaluation)
+            stored = store.passes.record(run_id, evaluation)
         if spec["labelled"] and stored is not None and spec["passes"][-1] is not None:
-            store.set_labels(stored, {CRITERIA[0]: True}, reviewer="bo")
+            store.labels.save(stored, {CRITERIA[0]: True}, reviewer="bo")
         if spec["finished"]:
-            passes = store.run_evaluations(run_id)
+            passes = store.passes.of_run(run_id)
             last = passes[-1] if passes else None
             status = "error" if last is None else str(last["result"])
             if status == "needs_revision":
                 status = "max_iterations_reached"
-            store.finish_run(
+            store.runs.finish(
                 run_id, status=status, score=None if last is None else last.get("score")
             )
 
@@ -127,7 +127,7 @@ def test_every_front_door_gives_the_same_figures(tmp_path_factory, runs):
         _seed(store, runs)
         summary = summary_for_batch(store, "b")
         figures = figures_for(store, batch_id="b")
-        page_rows = batch_input_rows(store.batch_runs("b"), final_pass_verdicts(store, "b"), [])
+        page_rows = batch_input_rows(store.runs.of_batch("b"), final_pass_verdicts(store, "b"), [])
         page_verdicts = final_pass_verdicts(store, "b")
     gate = json.loads(
         CliRunner().invoke(cli, ["gate", "--batch", "b", "--json", "--db", db]).output

@@ -176,7 +176,7 @@ class BatchInputs:
             stop_event=stop_event,
             model_factory=self.model_factory,
         )
-        return None if run_id is None else store.get_run(run_id)
+        return None if run_id is None else store.runs.get(run_id)
 
 
 def validate_batch(store: Store, spec_template: RunSpec, inputs: tuple[str, ...]) -> None:
@@ -215,7 +215,7 @@ def mark_interrupted(
     if indexes is not None and not indexes:
         return 0
     running: list[dict[str, Any]] = []
-    while chunk := store.list_runs(
+    while chunk := store.runs.find(
         batch_id=batch_id, status="running", limit=_PAGE, offset=len(running)
     ):
         running.extend(chunk)
@@ -223,7 +223,7 @@ def mark_interrupted(
     for run in running:
         if indexes is None or run.get("input_index") in indexes:
             try:
-                store.finish_run(int(run["id"]), status="interrupted", error=reason)
+                store.runs.finish(int(run["id"]), status="interrupted", error=reason)
                 marked += 1
             except Exception:
                 logger.exception("batch %s: could not mark run %s interrupted", batch_id, run["id"])
@@ -238,7 +238,7 @@ def pending_inputs(
         return batch_id or new_batch_id(), list(range(total))
     if not batch_id:
         raise SpecError("batch_id", "resuming a batch needs the batch_id of the one to resume")
-    if store.count_runs(batch_id=batch_id) == 0:
+    if store.runs.count(batch_id=batch_id) == 0:
         raise SpecError("batch_id", f"no batch {batch_id!r} in the store to resume")
-    finished = store.finished_inputs(batch_id)
+    finished = store.runs.finished_inputs(batch_id)
     return batch_id, [index for index in range(total) if index not in finished]

@@ -164,7 +164,7 @@ def run_batch(
     opens the store from its URL and records into it, so the store must be PostgreSQL
     (see `rubric_core.batch.ray_cluster`); Ray retries an input whose worker died, and the
     retried input continues its grading run from the checkpointer. With `job.resume`,
-    batch `job.batch_id` continues: finished inputs (`Store.finished_inputs`) are
+    batch `job.batch_id` continues: finished inputs (`Store.runs.finished_inputs`) are
     skipped, interrupted ones continue their run.
 
     Args:

@@ -91,11 +91,11 @@ def version_row(store: Store, name: str, version: int | None) -> dict[str, Any]:
     from rubric_core.store import StoreError
 
     try:
-        versions = store.rubric_versions(name)
+        versions = store.rubrics.versions(name)
     except StoreError:
         versions = []
     if not versions:
-        known = ", ".join(r["name"] for r in store.list_rubrics()) or "none yet"
+        known = ", ".join(r["name"] for r in store.rubrics.find()) or "none yet"
         raise BadInput(
             f"no rubric named {name!r} (stored rubrics: {known}); add one with `rubrics add`"
         )

@@ -200,7 +200,7 @@ def rubrics_list(db: str | None) -> None:
     """
     store = open_store(db)
     try:
-        rows = store.list_rubrics()
+        rows = store.rubrics.find()
     finally:
         store.close()
     if not rows:
@@ -224,7 +224,7 @@ def _save_rubric(
 
     store = open_store(db)
     try:
-        return store.save_rubric_version(name, text, tags=list(tags) or None, note=note)
+        return store.rubrics.save_version(name, text, tags=list(tags) or None, note=note)
     except (RubricError, StoreError, ValueError) as exc:
         raise BadInput(f"rubric {quoted(name)}: {exc}") from exc
     finally:

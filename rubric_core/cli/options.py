@@ -295,7 +295,7 @@ def _with_scenario(store: Store, options: SpecOptions) -> SpecOptions:
 
         rubric_name = scenario_rubric_name(name)
         try:
-            store.save_rubric_version(
+            store.rubrics.save_version(
                 rubric_name, data["rubric"], tags=list(SCENARIO_RUBRIC_TAGS),
                 note=SCENARIO_RUBRIC_NOTE,
             )  # fmt: skip
@@ -378,6 +378,6 @@ def check_spec(store: Store, spec: RunSpec) -> None:
         validate_spec(spec, store)
     except SpecError as exc:
         raise BadInput(str(exc)) from exc
-    problem = grader_problem(spec.grader_model, store.get_rubric_version(spec.rubric_version_id))
+    problem = grader_problem(spec.grader_model, store.rubrics.version(spec.rubric_version_id))
     if problem is not None:
         raise BadInput(f"grader_model: {problem}")

@@ -106,7 +106,7 @@ def _penalties(store: Store, run_id: int) -> frozenset[str]:
 
     faults: tuple[type[BaseException], ...] = (KeyError, *STORE_FAULTS)
     try:
-        version = store.get_rubric_version(store.get_run(run_id)["rubric_version_id"])
+        version = store.rubrics.version(store.runs.get(run_id)["rubric_version_id"])
     except faults:
         return frozenset()
     return penalty_names(str(version.get("text") or ""))
@@ -170,7 +170,7 @@ def _final_row(store: Store, handle: RunHandle) -> dict[str, Any]:
     from rubric_core.store import StoreError
 
     try:
-        row = store.get_run(handle.run_id)
+        row = store.runs.get(handle.run_id)
     except StoreError as exc:
         reason = handle.error or "the run's end could not be stored"
         return {"status": "error", "error": f"{reason}; reading the run back failed: {exc}"}
@@ -225,7 +225,7 @@ def run(
     try:
         run_spec = build_spec(store, spec, input_text)
         check_spec(store, run_spec)
-        version = store.get_rubric_version(run_spec.rubric_version_id)
+        version = store.rubrics.version(run_spec.rubric_version_id)
 
         def launch(show: Show) -> RunHandle:
             try:
@@ -274,8 +274,8 @@ def resume(run_id: int, base_url: str | None, quiet: bool, db: str | None) -> No
                 raise BadInput(str(exc)) from exc
 
         try:
-            done = len(store.run_evaluations(run_id))
-            stopped = store.get_run(run_id).get("error")
+            done = len(store.passes.of_run(run_id))
+            stopped = store.runs.get(run_id).get("error")
         except StoreError as exc:
             raise BadInput(f"no run with id {run_id}") from exc
         status = _watch(
@@ -434,7 +434,7 @@ def batch(
             )
         except SpecError as exc:
             raise BadInput(str(exc)) from exc
-        done_before = len(store.finished_inputs(resume_batch)) if resume_batch else 0
+        done_before = len(store.runs.finished_inputs(resume_batch)) if resume_batch else 0
         bar = tqdm(
             total=len(inputs), initial=done_before, unit="run", file=sys.stderr, desc="batch"
         )

@@ -234,10 +234,10 @@ def regrade(
                 filters = RunFilters(rubric=rubric_name, status=status, model=model)
             version_id = None
             if rubric_version is not None:
-                runs = [store.get_run(r) for r in run_ids[:1]]
+                runs = [store.runs.get(r) for r in run_ids[:1]]
                 rubric = rubric_name or (runs[0]["rubric"] if runs else None)
                 if rubric is None and batch_id is not None:
-                    found = store.list_runs(batch_id=batch_id, limit=1)
+                    found = store.runs.find(batch_id=batch_id, limit=1)
                     rubric = found[0]["rubric"] if found else None
                 if rubric is None:
                     raise BadInput(
@@ -376,8 +376,8 @@ def agreement(
             if pooled:
                 names = [
                     r["name"]
-                    for r in store.list_rubrics()
-                    if store.labelled_pass_ids(
+                    for r in store.rubrics.find()
+                    if store.labels.labelled_pass_ids(
                         batch_id=batch_id, filters=RunFilters(rubric=r["name"]), fully=False
                     )
                 ]

@@ -66,9 +66,9 @@ def _bool(value: Any) -> bool | None:
 
 
 PassRow = tuple[Any, ...]
-"""A pass row of `Store.criteria_export_streams`: the run and pass cells, `evaluation_id` at index 16."""
+"""A pass row of `Store.exports.criteria_streams`: the run and pass cells, `evaluation_id` at index 16."""
 VerdictRow = tuple[Any, ...]
-"""A verdict row of `Store.criteria_export_streams`: `evaluation_id` first, then the verdict."""
+"""A verdict row of `Store.exports.criteria_streams`: `evaluation_id` first, then the verdict."""
 Label = tuple[Any, Any, Any]
 """A human label's `human_passed`, `reviewer` and `note`."""
 _NO_VERDICT: VerdictRow = (None,) * 7
@@ -102,12 +102,12 @@ def read_passes(
 ) -> Generator[StoredPass, None, None]:
     """Each matching pass with its verdicts (in rubric order) and labels, oldest run first.
 
-    Three cursors in one read snapshot (`Store.criteria_export_streams`), each ordered by
+    Three cursors in one read snapshot (`Store.exports.criteria_streams`), each ordered by
     run then pass: one row per pass, one per verdict, one per label, merged here, so the
     cells a pass's rows share are read and formatted once and no verdict pays for a join
     with the labels.
     """
-    with store.criteria_export_streams(filters, size) as (passes, verdicts, labels):
+    with store.exports.criteria_streams(filters, size) as (passes, verdicts, labels):
         try:
             verdict_groups, verdict = _grouped(verdicts)
             label_groups, label = _grouped(labels)
@@ -150,7 +150,7 @@ def read_run_batches(
     store: Store, filters: RunFilters, size: int = FETCH_ROWS
 ) -> Generator[list[tuple[Any, ...]], None, None]:
     """Stream the `runs` dataset's rows as tuples, `size` per batch."""
-    return store.runs_export_batches(filters, size)
+    return store.exports.run_batches(filters, size)
 
 
 def iter_rows(
@@ -169,7 +169,7 @@ def iter_rows(
     Args:
         store: The store to read.
         dataset: `criteria` or `runs` (see `EXPORT_COLUMNS`).
-        filters: Which runs, as in `Store.list_runs`.
+        filters: Which runs, as in `Store.runs.find`.
         **filter_args: `RunFilters` fields (`rubric`, `version_id`, `model`, `status`,
             `since`, `until`, `batch_id`), refining `filters`.
 
@@ -181,7 +181,7 @@ def iter_rows(
         >>> import tempfile, pathlib
         >>> from rubric_core.store import Store
         >>> store = Store(pathlib.Path(tempfile.mkdtemp()) / "s.db")
-        >>> _ = store.save_rubric_version("haiku", "- 5/7/5 syllables")
+        >>> _ = store.rubrics.save_version("haiku", "- 5/7/5 syllables")
         >>> list(iter_rows(store, "criteria", rubric="haiku"))
         []
         >>> store.close()

@@ -306,7 +306,7 @@ def training_rows(
             run_id = group[0].row[0]
             if run_id not in system_prompts:
                 system_prompts.clear()  # a run's grading runs are read together
-                system_prompts[run_id] = store.get_run(run_id).get("agent_system_prompt")
+                system_prompts[run_id] = store.runs.get(run_id).get("agent_system_prompt")
             yield from build(group, chosen, system_prompts[run_id])
     finally:
         passes.close()  # closes the read connection at once

@@ -138,7 +138,7 @@ def _labels_agreement(store: Store, **where: Any) -> tuple[dict[str, Any] | None
 
 def _run_item(store: Store, run: dict[str, Any]) -> Item:
     score = run.get("score")
-    passes = store.run_evaluations(int(run["id"]))
+    passes = store.passes.of_run(int(run["id"]))
     last = final_pass(run, passes)
     return Item(
         run_id=int(run["id"]),
@@ -174,7 +174,7 @@ def batch_figures(store: Store, batch_id: str, *, with_items: bool = True) -> Fi
     Raises:
         InputError: No run has that batch id.
     """
-    runs = store.batch_runs(batch_id)
+    runs = store.runs.of_batch(batch_id)
     if not runs:
         msg = f"no batch {batch_id!r} in this store"
         raise InputError(msg)
@@ -184,7 +184,7 @@ def batch_figures(store: Store, batch_id: str, *, with_items: bool = True) -> Fi
     return Figures(
         kind="batch",
         ident=batch_id,
-        rubric=store.get_rubric_version(int(runs[0]["rubric_version_id"])),
+        rubric=store.rubrics.version(int(runs[0]["rubric_version_id"])),
         satisfied_rate=summary.satisfied_rate,
         **_from_summary(summary),
         agreement=agreement,
@@ -204,8 +204,8 @@ def experiment_figures(
     """
     from rubric_core.workbench.agreement import agreement_between, compare_stored_experiments
 
-    experiment = store.get_experiment(experiment_id)
-    version = store.get_rubric_version(int(experiment["rubric_version_id"]))
+    experiment = store.experiments.get(experiment_id)
+    version = store.rubrics.version(int(experiment["rubric_version_id"]))
     specs = rubric_criteria(version["text"], list(version["criteria"]))
     summary = summary_for_experiment(store, experiment_id)
     agreement, note = _labels_agreement(store, experiment_id=experiment_id)
@@ -226,7 +226,7 @@ def experiment_figures(
         except (InputError, MissingExtra):
             figures.against_agreement = None
     if with_items:
-        raw = store.experiment_items(experiment_id)
+        raw = store.experiments.items(experiment_id)
         by_pass: dict[int, list[dict[str, Any]]] = {}
         for item in raw:
             by_pass.setdefault(int(item["evaluation_id"]), []).append(item)
@@ -248,10 +248,10 @@ def experiment_figures(
 
 def run_figures(store: Store, run_id: int) -> Figures:
     """One run's figures: its status, score and passes (the timeline and heatmap's data)."""
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     item = _run_item(store, run)
     satisfied = run["status"] == "satisfied"
-    version = store.get_rubric_version(int(run["rubric_version_id"]))
+    version = store.rubrics.version(int(run["rubric_version_id"]))
     agreement, note = _labels_agreement(store, run_ids=[int(run["id"])])
     summary = Summary(
         batch_id=str(run["id"]),

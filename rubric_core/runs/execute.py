@@ -111,7 +111,7 @@ def _failure_text(store: Store, run_id: int, exc: BaseException) -> str:
     after = "after its last stored grading pass"
     if not store.is_postgres:  # on PostgreSQL the store is on the failed server too: no wait
         with contextlib.suppress(Exception):
-            passes = len(store.run_evaluations(run_id))
+            passes = len(store.passes.of_run(run_id))
             after = f"after grading pass {passes}" if passes else "before the first grading pass"
     return (
         f"the run's checkpoint store {where} failed {after} ({text}); every pass graded "
@@ -230,7 +230,7 @@ def start_run(
 
     Examples:
         >>> handle = start_run(store, spec)  # doctest: +SKIP
-        >>> handle.wait(); store.get_run(handle.run_id)["status"]  # doctest: +SKIP
+        >>> handle.wait(); store.runs.get(handle.run_id)["status"]  # doctest: +SKIP
         'satisfied'
     """
     prepared = prepare_run(
@@ -253,7 +253,7 @@ def run_once(
     agent_llm: BaseChatModel | None = None,
     grader_llm: BaseChatModel | None = None,
 ) -> dict[str, Any]:
-    """Run a spec to the end on the calling thread; returns `store.get_run(run_id)`.
+    """Run a spec to the end on the calling thread; returns `store.runs.get(run_id)`.
 
     Examples:
         >>> run_once(store, spec)["status"]  # doctest: +SKIP
@@ -263,4 +263,4 @@ def run_once(
         store, spec, on_evaluation=on_evaluation, agent_llm=agent_llm, grader_llm=grader_llm
     )
     execute_run(store, prepared)
-    return store.get_run(prepared.handle.run_id)
+    return store.runs.get(prepared.handle.run_id)

@@ -93,7 +93,7 @@ class RunHandle:
 
     def run(self) -> dict[str, Any]:
         """The run's row as stored now (status, iterations, tokens, ...)."""
-        return self._store.get_run(self.run_id)
+        return self._store.runs.get(self.run_id)
 
     @property
     def status(self) -> str:
@@ -103,10 +103,10 @@ class RunHandle:
     @property
     def iteration(self) -> int:
         """Number of grading passes stored so far."""
-        return len(self._store.run_evaluations(self.run_id))
+        return len(self._store.passes.of_run(self.run_id))
 
     def latest_evaluation(self) -> dict[str, Any] | None:
         """The most recent stored grading pass, or `None` before the first."""
-        evaluations = self._store.run_evaluations(self.run_id)
-        final = final_pass(self._store.get_run(self.run_id), evaluations)
+        evaluations = self._store.passes.of_run(self.run_id)
+        final = final_pass(self._store.runs.get(self.run_id), evaluations)
         return None if final is None else dict(final)

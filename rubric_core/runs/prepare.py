@@ -147,7 +147,7 @@ def _create_run(
     if it ends before a pass. One fsync less per run; a power cut before the first pass
     can lose only a row with nothing graded (a batch input then starts again)."""
     thread_id = f"run-{uuid.uuid4().hex}"
-    run_id = store.create_run(
+    run_id = store.runs.create(
         rubric_version_id=spec.rubric_version_id,
         input=spec.input,
         agent_model=spec.agent_model,
@@ -176,7 +176,7 @@ def _prepare_created(
     grader_llm: BaseChatModel | None,
 ) -> PreparedRun:
     """The agent of a run row just created; if it cannot be built the row ends `error`."""
-    version = store.get_rubric_version(spec.rubric_version_id)
+    version = store.rubrics.version(spec.rubric_version_id)
     agent_input = {"messages": [HumanMessage(spec.input)], "rubric": version["text"]}
     try:
         return assemble(
@@ -189,7 +189,7 @@ def _prepare_created(
             grader_llm=grader_llm,
         )
     except Exception as exc:
-        store.finish_run(handle.run_id, status="error", error=error_text(exc))
+        store.runs.finish(handle.run_id, status="error", error=error_text(exc))
         raise
 
 
@@ -240,7 +240,7 @@ def prepare_batch_run(
 
     The store keys batch runs by `(batch_id, input_index)`, so this is safe to repeat:
     a Ray task retried after its worker died, or a resumed batch, finds the input's run
-    and continues it. A `running` or `interrupted` run is taken over (`Store.resume_run`)
+    and continues it. A `running` or `interrupted` run is taken over (`Store.runs.resume`)
     and continues its checkpointed LangGraph thread, the same grading run, so the passes
     already stored are not graded again (and, recorded idempotently, never stored
     twice); one that never reached its first checkpoint starts over on the same thread.
@@ -252,7 +252,7 @@ def prepare_batch_run(
         Exception: Building the agent failed; a new run row is stored as `error`.
     """
     run_id, thread_id = _create_run(store, spec, batch_id, input_index)
-    row = store.get_run(run_id)
+    row = store.runs.get(run_id)
     created = row.get("thread_id") == thread_id  # else the input had a run already
     if not created and (row["status"] not in _TAKE_OVER_STATUSES or not row.get("thread_id")):
         return None
@@ -266,11 +266,11 @@ def prepare_batch_run(
     )
     if created:
         return prepared
-    stored = store.run_evaluations(run_id)
+    stored = store.passes.of_run(run_id)
     try:
         if continue_from_checkpoint(prepared, stored):
             prepared = dataclasses.replace(prepared, agent_input=None)
-        store.resume_run(run_id)
+        store.runs.resume(run_id)
     except BaseException:
         release(prepared)
         raise

@@ -68,7 +68,7 @@ def make_recorder(
         number = int(evaluation.get("iteration") or 0) + 1
         try:
             retry_write(
-                lambda: store.record_evaluation(run_id, evaluation),
+                lambda: store.passes.record(run_id, evaluation),
                 what=f"grading pass {number} of run {run_id}",
             )
         except Exception as exc:
@@ -99,14 +99,14 @@ def store_missing_passes(store: Store, run_id: int, values: Mapping[str, Any]) -
     """
     graded = [e for e in values.get("_rubric_evaluations") or [] if isinstance(e, Mapping)]
     try:
-        if int(store.get_run(run_id).get("iterations") or 0) >= len(graded):
+        if int(store.runs.get(run_id).get("iterations") or 0) >= len(graded):
             return None
-        stored = {(e["grading_run_id"], e["iteration"]) for e in store.run_evaluations(run_id)}
+        stored = {(e["grading_run_id"], e["iteration"]) for e in store.passes.of_run(run_id)}
         missing = [e for e in graded if (e.get("grading_run_id"), e.get("iteration")) not in stored]
         for evaluation in missing:
             retry_write(
                 functools.partial(
-                    store.record_evaluation, run_id, cast("RubricEvaluation", evaluation)
+                    store.passes.record, run_id, cast("RubricEvaluation", evaluation)
                 ),
                 what=f"grading pass {int(evaluation.get('iteration') or 0) + 1} of run {run_id}",
             )
@@ -164,7 +164,7 @@ def store_run_end(
 
     def finish(transcript: list[BaseMessage] | None) -> None:
         retry_write(
-            lambda: store.finish_run(
+            lambda: store.runs.finish(
                 handle.run_id, status=status, error=error, transcript=transcript, **end
             ),
             what=f"the end of run {handle.run_id}",
@@ -179,7 +179,7 @@ def store_run_end(
             logger.debug("run %s: transcript and end in one write failed", handle.run_id)
         try:
             retry_write(
-                lambda: store.save_transcript(handle.run_id, messages),
+                lambda: store.runs.save_transcript(handle.run_id, messages),
                 what=f"the transcript of run {handle.run_id}",
             )
         except Exception as exc:

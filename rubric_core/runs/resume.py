@@ -29,7 +29,7 @@ _RESUMABLE_STATUSES = ("interrupted", "error")
 
 def _resumable_run(store: Store, run_id: int) -> dict[str, Any]:
     try:
-        run = store.get_run(run_id)
+        run = store.runs.get(run_id)
     except StoreError as exc:
         raise SpecError("run_id", f"no run with id {run_id}") from exc
     if run["status"] not in _RESUMABLE_STATUSES:
@@ -89,7 +89,7 @@ def resume_run(
     run = _resumable_run(store, run_id)
     spec = spec_from_run(run, base_url=base_url, api_key=api_key)
     validate_spec(spec, store)
-    stored = store.run_evaluations(run_id)
+    stored = store.passes.of_run(run_id)
     prepared = assemble(
         store,
         spec,
@@ -104,7 +104,7 @@ def resume_run(
             raise SpecError("run_id", f"run {run_id} has no checkpoint to resume from")
         if run.get("error"):
             logger.warning("resuming run %s, which had stopped with: %s", run_id, run["error"])
-        store.resume_run(run_id)
+        store.runs.resume(run_id)
     except BaseException:
         release(prepared)
         raise

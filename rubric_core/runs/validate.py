@@ -67,7 +67,7 @@ def validate_spec(spec: RunSpec, store: Store) -> None:
         raise TypeError(msg)
     check_static(spec)
     try:
-        version = store.get_rubric_version(spec.rubric_version_id)
+        version = store.rubrics.version(spec.rubric_version_id)
     except StoreError as exc:
         raise SpecError(
             "rubric_version_id", f"no rubric version with id {spec.rubric_version_id} ({exc})"

@@ -9,8 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from rubric_core.store.errors import StoreError
 from rubric_core.store.paths import default_db_target, is_postgres_url, redact_url
-from rubric_core.store.queries.export import ExportQueries
-from rubric_core.store.queries.labels import LabelQueries
+from rubric_core.store.queries.experiments import Experiments
+from rubric_core.store.queries.export import Exports
+from rubric_core.store.queries.labels import Labels
+from rubric_core.store.queries.passes import Passes
+from rubric_core.store.queries.rubrics import Rubrics
+from rubric_core.store.queries.runs import Runs
 from rubric_core.store.sqlbase import SQLBackend
 from rubric_core.store.sqlite import SQLiteBackend
 from rubric_core.store.validation import require_int
@@ -21,11 +25,16 @@ if TYPE_CHECKING:
 __all__ = ["Store"]
 
 
-class Store(LabelQueries, ExportQueries):
+class Store:
     """Rubrics, runs, grading passes and transcripts, kept in one database.
 
-    Two backends, one API and one set of queries (`rubric_core.store.queries`, a module
-    per aggregate: rubrics, runs, passes, experiments, labels, export):
+    The queries live in one object per aggregate, each a module of
+    `rubric_core.store.queries`, as sqlite-utils gives each table its verbs:
+    `store.rubrics` (versions and tags), `store.runs` (a run's row and transcript, the run
+    filters, batches), `store.passes` (grading passes, verdicts, pass rates),
+    `store.experiments` (re-grading experiments), `store.labels` (human labels, the
+    review queue) and `store.exports` (the export datasets' reads). Two backends, one
+    set of queries:
 
     - SQLite (a file path; `rubric_core.store.sqlite`): every write goes to one writer
       thread that owns the only write connection and commits before the call returns;
@@ -35,11 +44,12 @@ class Store(LabelQueries, ExportQueries):
       returns. Many processes and hosts may share the database.
 
     Each query checks its arguments, then runs its SQL through the backend; this class
-    adds opening, closing, backups and the raw reads (`stream_rows`).
+    opens the backend, composes the aggregates over it, and adds closing, backups and the
+    raw reads (`stream_rows`).
 
     Safe to share across threads.
 
-    Run queries (`list_runs`, `count_runs`, `criterion_pass_rates`, and the exports) take
+    Run queries (`runs.find`, `runs.count`, `passes.criterion_pass_rates`, the exports) take
     a `RunFilters` as `filters`, or its fields as keyword arguments (which refine
     `filters` when both are given).
 
@@ -47,10 +57,10 @@ class Store(LabelQueries, ExportQueries):
         >>> import tempfile, pathlib
         >>> from rubric_core.store import RunFilters
         >>> store = Store(pathlib.Path(tempfile.mkdtemp()) / "s.db")
-        >>> version = store.save_rubric_version("haiku", "- 5/7/5 syllables")
+        >>> version = store.rubrics.save_version("haiku", "- 5/7/5 syllables")
         >>> version["version"], version["criteria"]
         (1, ['5/7/5 syllables'])
-        >>> store.count_runs(RunFilters(rubric="haiku"))
+        >>> store.runs.count(RunFilters(rubric="haiku"))
         0
         >>> store.close()
     """
@@ -99,8 +109,13 @@ class Store(LabelQueries, ExportQueries):
             self._path = Path(target).expanduser().resolve()
             self.target = str(self._path)
             self._backend = SQLiteBackend(self._path, busy_timeout_s=self.busy_timeout_s)
-        self._weight_cache: dict[int, dict[str, int]] = {}
-        self._new_run_rubrics: dict[int, str] = {}
+        backend = self._backend
+        self.rubrics = Rubrics(backend)
+        self.runs = Runs(backend, self.rubrics)
+        self.passes = Passes(backend, self.runs, self.rubrics)
+        self.experiments = Experiments(backend)
+        self.labels = Labels(backend, self.runs, self.passes, self.experiments)
+        self.exports = Exports(backend, self.runs)
 
     @property
     def is_postgres(self) -> bool:

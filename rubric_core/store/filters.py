@@ -84,7 +84,7 @@ class RunFilters:
     status or an unreadable date raises at once. Whether the rubric and the version
     exist is checked by the store when the filters are used.
 
-    `Store.list_runs`, `count_runs`, `criterion_pass_rates` and every export take a
+    `Store.runs.find`, `count_runs`, `criterion_pass_rates` and every export take a
     `RunFilters` as `filters=`, or the same names as keyword arguments.
 
     Raises:

@@ -234,7 +234,7 @@ def experiment_matrix_rows(
     answered, on one line), a column per criterion, and `pass` (the source pass's id, to
     tell apart two drafts of one input).
 
-    `items` are `Store.experiment_items` rows (`evaluation_id`, `input`).
+    `items` are `Store.experiments.items` rows (`evaluation_id`, `input`).
 
     Examples:
         >>> comparison = {"rows": [

@@ -32,7 +32,7 @@ def known_batches(store: Store, limit: int = 200) -> list[dict[str, Any]]:
 
     `started_at` is when the batch's first run started.
     """
-    return store.list_batches(limit)
+    return store.runs.batches(limit)
 
 
 def batch_choice_label(batch: Mapping[str, Any]) -> str:
@@ -56,7 +56,7 @@ def final_pass_verdicts(store: Store, batch_id: str) -> dict[int, dict[str, str]
     error (no verdicts), or that has no pass yet, is absent.
     """
     verdicts: dict[int, dict[str, str]] = {}
-    for row in store.batch_final_verdicts(batch_id):
+    for row in store.passes.final_verdicts_of_batch(batch_id):
         word = "insufficient" if row["insufficient"] else ("pass" if row["passed"] else "fail")
         verdicts.setdefault(int(row["run_id"]), {})[str(row["criterion"])] = word
     return verdicts

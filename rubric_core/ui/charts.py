@@ -393,7 +393,7 @@ def pass_rate_figure(
 ) -> go.Figure:
     """Per-criterion pass rates as horizontal bars, worst first, every bar labelled.
 
-    `rates` are `Store.criterion_pass_rates` rows. A 0 % criterion still gets its row
+    `rates` are `Store.passes.criterion_pass_rates` rows. A 0 % criterion still gets its row
     and its label (`0% (0/4)`): a label sits inside a long bar and beside a short one.
     """
     if not rates:

@@ -117,11 +117,11 @@ def known_models(store: Store, limit: int = 200) -> list[str]:
     """
     with _SEEN_LOCK:
         last, models = _SEEN_MODELS.get(store.target, (0, frozenset()))
-    top = store.last_run_id()
+    top = store.runs.last_id()
     if top < last:  # another database at the same place (a replaced file)
         last, models = 0, frozenset()
     since = max(0, last - _RECHECKED_IDS)
-    models = models | store.models_of_runs_after(since)
+    models = models | store.runs.models_after(since)
     with _SEEN_LOCK:
         _SEEN_MODELS[store.target] = (top, models)
     return sorted(models)[: int(limit)]

@@ -185,7 +185,7 @@ class ScenarioForm:
         Raises:
             StoreError: The rubric could not be saved.
         """
-        version: dict[str, Any] = store.save_rubric_version(
+        version: dict[str, Any] = store.rubrics.save_version(
             self.rubric_name, self.rubric_text, tags=list(SCENARIO_RUBRIC_TAGS),
             note=SCENARIO_RUBRIC_NOTE,
         )  # fmt: skip

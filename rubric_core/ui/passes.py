@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 Evaluation = Mapping[str, Any]
-"""One stored grading pass (`Store.run_evaluations` rows)."""
+"""One stored grading pass (`Store.passes.of_run` rows)."""
 
 
 def pass_label(index: int) -> str:

@@ -284,8 +284,8 @@ class ReviewQueue:
     """The Review page's queue of final, judged passes, read a few ids at a time.
 
     The same answers as `next_unlabelled`, `step` and `labelled_ids` over the whole list
-    `Store.review_items(filters=..., final_only=True)`, from `Store.review_ids` pages and
-    `Store.review_counts`: nothing is read for the passes not on screen. `done` (the fully
+    `Store.labels.review_items(filters=..., final_only=True)`, from `Store.labels.review_ids` pages and
+    `Store.labels.review_counts`: nothing is read for the passes not on screen. `done` (the fully
     labelled passes) is read from the labels, which are few.
     """
 
@@ -296,10 +296,10 @@ class ReviewQueue:
     @cached_property
     def done(self) -> set[int]:
         """The passes whose every criterion has a human label."""
-        return set(self.store.labelled_pass_ids(filters=self.filters))
+        return set(self.store.labels.labelled_pass_ids(filters=self.filters))
 
     def _ids(self, **bounds: Any) -> list[int]:
-        return self.store.review_ids(filters=self.filters, **bounds)
+        return self.store.labels.review_ids(filters=self.filters, **bounds)
 
     def first(self) -> int | None:
         """The queue's first pass, or `None` when it is empty."""
@@ -312,7 +312,7 @@ class ReviewQueue:
 
     def position(self, evaluation_id: int) -> int:
         """The index of a pass of the queue (how many come before it)."""
-        return self.store.review_counts(filters=self.filters, before=evaluation_id)["passes"]
+        return self.store.labels.review_counts(filters=self.filters, before=evaluation_id)["passes"]
 
     def next_unlabelled(
         self, current: int | None = None, done: Iterable[int] | None = None

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 Run = Mapping[str, Any]
-"""One stored run (`Store.get_run` / `Store.list_runs` rows)."""
+"""One stored run (`Store.runs.get` / `Store.runs.find` rows)."""
 
 GRADER_SPEAKER = "Grader feedback (injected by the rubric loop)"
 """How the transcript names the turns the rubric loop injected."""
@@ -205,7 +205,7 @@ def data_version(store: Store) -> tuple[int, int]:
     the stored passes stays right for as long as this version is unchanged; the
     dashboard caches such results (e.g. pass rates) under it.
     """
-    return store.last_run_and_pass_ids()
+    return store.passes.last_ids()
 
 
 CachedPassRates = Callable[[str, "RunFilters", tuple[int, int]], list[dict[str, Any]]]
@@ -227,5 +227,5 @@ def page_pass_rates(
     from rubric_core.store.pass_counts import served_by_counts
 
     if served_by_counts(filters):
-        return store.criterion_pass_rates(filters=filters)
+        return store.passes.criterion_pass_rates(filters=filters)
     return cached(store.target, filters, data_version(store))

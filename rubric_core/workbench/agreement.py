@@ -53,11 +53,11 @@ class NoLabelsError(InputError):
 
 def experiment_verdicts(store: Store, experiment_id: int) -> dict[int, list[dict[str, Any]]]:
     """An experiment's verdicts by source evaluation id (samples combined by strict majority)."""
-    return store.experiment_verdicts(experiment_id)
+    return store.experiments.verdicts(experiment_id)
 
 
 def _criteria_order(store: Store, experiment_id: int) -> list[str]:
-    version = store.get_rubric_version(store.get_experiment(experiment_id)["rubric_version_id"])
+    version = store.rubrics.version(store.experiments.get(experiment_id)["rubric_version_id"])
     return list(version["criteria"])
 
 
@@ -82,9 +82,9 @@ def agreement_with_labels(
     """
     if experiment_id is None:
         # Only the labelled passes can pair up; they are read starting from the labels.
-        items = store.labelled_items(batch_id=batch_id, run_ids=run_ids, filters=filters)
+        items = store.labels.labelled_items(batch_id=batch_id, run_ids=run_ids, filters=filters)
     else:
-        items = store.review_items(
+        items = store.labels.review_items(
             batch_id=batch_id, run_ids=run_ids, filters=filters, experiment_id=experiment_id
         )
     items = [item for item in items if graded_by_machine(item.get("grader_model"))]
@@ -106,7 +106,7 @@ def agreement_with_labels(
         raise NoLabelsError(msg)
     if experiment_id is None:
         # Every criterion the queue's passes judged, labelled or not, in first-seen order.
-        criteria = store.review_criteria(batch_id=batch_id, run_ids=run_ids, filters=filters)
+        criteria = store.labels.review_criteria(batch_id=batch_id, run_ids=run_ids, filters=filters)
     else:
         criteria = _criteria_order(store, experiment_id)
     return agreement_report(pairs, criteria=criteria)
@@ -124,7 +124,7 @@ def agreement_by_rubric(store: Store, *, batch_id: str | None = None) -> list[di
     from rubric_core.store import RunFilters
 
     reports = []
-    for rubric in store.list_rubrics():
+    for rubric in store.rubrics.find():
         try:
             report = agreement_with_labels(
                 store, batch_id=batch_id, filters=RunFilters(rubric=rubric["name"])
@@ -148,14 +148,14 @@ def version_counts(store: Store, rubric: str) -> list[dict[str, Any]]:
     from rubric_core.store import RunFilters
 
     counts = []
-    for version in store.rubric_versions(rubric):
+    for version in store.rubrics.versions(rubric):
         scope = RunFilters(version_id=int(version["id"]))
         counts.append(
             {
                 "id": int(version["id"]),
                 "version": int(version["version"]),
-                "passes": int(store.review_counts(filters=scope)["passes"]),
-                "labelled": len(store.labelled_pass_ids(filters=scope, fully=False)),
+                "passes": int(store.labels.review_counts(filters=scope)["passes"]),
+                "labelled": len(store.labels.labelled_pass_ids(filters=scope, fully=False)),
             }
         )
     return counts
@@ -206,7 +206,7 @@ def unfinished_experiments(store: Store, *experiment_ids: int | None) -> list[di
     for experiment_id in experiment_ids:
         if experiment_id is None:
             continue
-        experiment = store.get_experiment(experiment_id)
+        experiment = store.experiments.get(experiment_id)
         if experiment["status"] == "done":
             continue
         status, items = experiment["status"], int(experiment["items"])
@@ -260,7 +260,7 @@ def experiment_consistency(store: Store, experiment_id: int) -> ConsistencyRepor
         InputError: The experiment graded each pass only once.
     """
     repeats: dict[Any, Any] = {
-        k: v for k, v in store.experiment_samples(experiment_id).items() if len(v) > 1
+        k: v for k, v in store.experiments.samples(experiment_id).items() if len(v) > 1
     }
     if not repeats:
         msg = (
@@ -332,8 +332,8 @@ def import_labels_csv(
     for row in rows:
         evaluation_id = _pass_of(store, row, source)
         if evaluation_id not in rubrics:
-            run = store.get_run(store.evaluation_run_id(evaluation_id))
-            version = store.get_rubric_version(run["rubric_version_id"])
+            run = store.runs.get(store.passes.run_of(evaluation_id))
+            version = store.rubrics.version(run["rubric_version_id"])
             rubrics[evaluation_id] = (
                 list(version["criteria"]),
                 f"{run['rubric']}@{run['rubric_version']}",
@@ -352,14 +352,14 @@ def import_labels_csv(
                 "note": row.get("label_note"),
             }
         )
-    return store.import_labels(labels)
+    return store.labels.import_rows(labels)
 
 
 def _pass_of(store: Store, row: Any, source: str) -> int:
     if row.get("evaluation_id") is not None:
         return int(row["evaluation_id"])
     run_id = row["run_id"]
-    passes = store.run_evaluations(int(run_id))
+    passes = store.passes.of_run(int(run_id))
     if row.get("grading_run_id") is not None or row.get("iteration") is not None:
         passes = [
             p

@@ -191,6 +191,6 @@ class RunRegistry:
 
 def batch_progress(store: Store, batch_id: str) -> tuple[int, int]:
     """`(finished, started)` runs of a batch or a grade, counted in the store."""
-    started = int(store.count_runs(batch_id=batch_id))
-    running = int(store.count_runs(batch_id=batch_id, status="running"))
+    started = int(store.runs.count(batch_id=batch_id))
+    running = int(store.runs.count(batch_id=batch_id, status="running"))
     return started - running, started

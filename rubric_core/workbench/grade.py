@@ -99,7 +99,7 @@ def resolve_rubric(store: Store, reference: str) -> dict[str, Any]:
         2
     """
     name, _, version = reference.rpartition("@") if "@" in reference else (reference, "", "")
-    versions = store.rubric_versions(name.strip())
+    versions = store.rubrics.versions(name.strip())
     if not version:
         return versions[-1]
     if not version.strip().isdigit():
@@ -227,7 +227,7 @@ def _check_rows(rows: Sequence[GradedRow]) -> None:
 def _resumable(store: Store, batch_id: str, rows: Sequence[GradedRow], version_id: int) -> set[int]:
     """The rows of graded batch `batch_id` whose run ended; the batch must be one of these
     rows against this rubric version."""
-    runs = store.batch_runs(batch_id)
+    runs = store.runs.of_batch(batch_id)
     if not runs:
         msg = f"no batch {quoted(batch_id)} to resume; give the batch id `grade` printed"
         raise GradingError(msg)
@@ -292,7 +292,7 @@ def _store_pass(
     kept rather than graded again.
     """
     input, output, labels = item.input, item.output, item.labels
-    run_id = store.create_run(
+    run_id = store.runs.create(
         rubric_version_id=version["id"],
         input=input,
         agent_model="",
@@ -305,19 +305,21 @@ def _store_pass(
         input_index=item.input_index,
     )
     if item.resuming:
-        store.resume_run(run_id)  # an interrupted input's run: this process owns it now
-        kept = store.run_evaluations(run_id)
+        store.runs.resume(run_id)  # an interrupted input's run: this process owns it now
+        kept = store.passes.of_run(run_id)
         if kept:  # its pass was stored (with its labels) before the interruption
             last = kept[-1]
             retry_write(
-                lambda: store.finish_run(run_id, status=last["status"], final_output=output),
+                lambda: store.runs.finish(run_id, status=last["status"], final_output=output),
                 what=f"the end of run {run_id}",
             )
             return run_id, int(last["id"]), cast("RubricEvaluation", last), 0
     messages: list[Any] = [HumanMessage(input), AIMessage(output)]
     labelled = 0
     try:
-        retry_write(lambda: store.save_transcript(run_id, messages), what=f"run {run_id}'s input")
+        retry_write(
+            lambda: store.runs.save_transcript(run_id, messages), what=f"run {run_id}'s input"
+        )
         with run_context(run_id):
             evaluation = grade(messages)
         # Stored before the batch goes on, or the run says the pass could not be (below);
@@ -326,23 +328,25 @@ def _store_pass(
             given = dict(labels)
             reviewer = recording.reviewer
             evaluation_id, labelled = retry_write(
-                lambda: store.record_labelled_pass(run_id, evaluation, given, reviewer=reviewer),
+                lambda: store.labels.record_labelled_pass(
+                    run_id, evaluation, given, reviewer=reviewer
+                ),
                 what=f"the graded pass of run {run_id} and its labels",
             )
         else:
             evaluation_id = retry_write(
-                lambda: store.record_evaluation(run_id, evaluation),
+                lambda: store.passes.record(run_id, evaluation),
                 what=f"the graded pass of run {run_id}",
             )
     except Exception as exc:
         error = f"{exc}"
         retry_write(
-            lambda: store.finish_run(run_id, status="error", final_output=output, error=error),
+            lambda: store.runs.finish(run_id, status="error", final_output=output, error=error),
             what=f"the end of run {run_id}",
         )
         return run_id, None, None, 0
     retry_write(
-        lambda: store.finish_run(run_id, status=evaluation["status"], final_output=output),
+        lambda: store.runs.finish(run_id, status=evaluation["status"], final_output=output),
         what=f"the end of run {run_id}",
     )
     return run_id, evaluation_id, evaluation, labelled
@@ -365,7 +369,7 @@ def grade_one(
         ModelSpecError, UnknownToolError, StoreError: Before anything is stored.
     """
     _check_output(output)
-    version = store.get_rubric_version(version_id)
+    version = store.rubrics.version(version_id)
     check_grader(grader.model, version)
     llm = grader_llm or grader_factory(grader)()
     grader_tools, grader_system_prompt, samples = grader.tools, grader.system_prompt, grader.samples
@@ -434,7 +438,7 @@ class GradedRows:
             lambda messages: pipeline.grade_transcript(messages, version["text"]),
         )
         return {
-            **store.get_run(run_id),
+            **store.runs.get(run_id),
             "evaluation_id": evaluation_id,
             "result": evaluation["result"] if evaluation else "error",
             "labelled": labelled,
@@ -458,7 +462,7 @@ def prepare_grade(store: Store, job: Job) -> PreparedJob[GradeSummary]:
         raise SpecError("work", f"a grade grades GradeRows, got {type(work).__name__}")
     rows = cast("Sequence[GradedRow]", work.rows)
     _check_rows(rows)
-    version = store.get_rubric_version(work.rubric_version_id)
+    version = store.rubrics.version(work.rubric_version_id)
     labels = _check_labels(version, rows)
     grader = work.grader
     check_grader(grader.model, version)
@@ -581,7 +585,7 @@ def grade_by_person(
         msg = "reviewer must name who graded"
         raise GradingError(msg)
     _check_output(output)
-    version = store.get_rubric_version(version_id)
+    version = store.rubrics.version(version_id)
     specs = parse_criteria(version["text"])
     judged = judged_names(specs)
     gaps = gaps or {}

@@ -83,7 +83,7 @@ def select_passes(
     if run_ids is None and batch_id is None and filters is None:
         msg = "say which runs to re-grade: run ids, a batch, or run filters"
         raise RegradeError(msg)
-    items = store.review_items(
+    items = store.labels.review_items(
         batch_id=batch_id,
         run_ids=list(run_ids) if run_ids is not None else None,
         filters=filters,
@@ -91,7 +91,7 @@ def select_passes(
     )
     if run_ids is not None:
         for run_id in run_ids:
-            store.get_run(run_id)  # an unknown run id is an error, not an empty selection
+            store.runs.get(run_id)  # an unknown run id is an error, not an empty selection
     items = [item for item in items if item["draft"].strip()]
     if not items:
         msg = "the selection holds no graded pass with a draft to re-grade"
@@ -99,7 +99,7 @@ def select_passes(
     runs = {int(item["run_id"]) for item in items}
     rubrics: dict[str, list[int]] = {}
     for run_id in sorted(runs):
-        rubrics.setdefault(store.get_run(run_id)["rubric"], []).append(run_id)
+        rubrics.setdefault(store.runs.get(run_id)["rubric"], []).append(run_id)
     if len(rubrics) > 1:
         listed = "; ".join(
             f"{name!r} (runs {', '.join(map(str, ids[:5]))})" for name, ids in rubrics.items()
@@ -122,10 +122,10 @@ def select_passes(
 def _versions(
     store: Store, items: list[dict[str, Any]], rubric_version_id: int | None
 ) -> dict[str, Any]:
-    rubric = store.get_run(int(items[0]["run_id"]))
+    rubric = store.runs.get(int(items[0]["run_id"]))
     if rubric_version_id is None:
-        return store.get_rubric_version(rubric["rubric_version_id"])
-    version = store.get_rubric_version(rubric_version_id)
+        return store.rubrics.version(rubric["rubric_version_id"])
+    version = store.rubrics.version(rubric_version_id)
     if version["name"] != rubric["rubric"]:
         msg = (
             f"rubric version {rubric_version_id} belongs to {version['name']!r}, but the runs "
@@ -177,7 +177,7 @@ class Regradings:
                 self.version["text"],
                 grading_run_id=f"experiment-{self.experiment_id}-{item['evaluation_id']}-{sample}",
             )
-        store.record_experiment_item(
+        store.experiments.record_item(
             self.experiment_id, int(item["evaluation_id"]), sample, evaluation
         )
         result = evaluation["result"]
@@ -217,7 +217,7 @@ def _new_experiment(store: Store, work: RegradePasses) -> tuple[Regradings, set[
         f"{version['name']}@{version['version']} by {grader_model}"
         + (f" x{samples}" if samples > 1 else "")
     )
-    experiment_id = store.create_experiment(
+    experiment_id = store.experiments.create(
         name=label,
         rubric_version_id=version["id"],
         grader_model=grader_model,
@@ -238,7 +238,7 @@ def _continued_experiment(
     store: Store, work: RegradePasses, experiment_id: int
 ) -> tuple[Regradings, set[tuple[int, int]]]:
     """An unfinished experiment's gradings (its own selection and settings) and those done."""
-    experiment = store.get_experiment(experiment_id)
+    experiment = store.experiments.get(experiment_id)
     if experiment["status"] in ("done", "running"):
         state = "is done" if experiment["status"] == "done" else "is still running"
         msg = f"experiment {experiment_id} {state}; only an unfinished experiment resumes"
@@ -262,7 +262,7 @@ def _continued_experiment(
     samples = int(experiment["samples"])
     units = Regradings(
         experiment_id,
-        store.get_rubric_version(experiment["rubric_version_id"]),
+        store.rubrics.version(experiment["rubric_version_id"]),
         tuple((item, sample) for item in items for sample in range(samples)),
         tuple(experiment["grader_tools"]),
         experiment["grader_system_prompt"],
@@ -270,7 +270,7 @@ def _continued_experiment(
     )
     done = {
         (int(item["evaluation_id"]), int(item["sample"]))
-        for item in store.experiment_items(experiment_id)
+        for item in store.experiments.items(experiment_id)
     }
     return units, done
 
@@ -294,10 +294,10 @@ def prepare_regrade(store: Store, job: Job) -> PreparedJob[RegradeResult]:
     try:
         check_reachable(job, units)
     except Exception as exc:
-        store.finish_experiment(units.experiment_id, status="error", error=f"{exc}")
+        store.experiments.finish(units.experiment_id, status="error", error=f"{exc}")
         raise
     if work.experiment_id is not None:
-        store.resume_experiment(units.experiment_id)
+        store.experiments.resume(units.experiment_id)
     pending = [
         index
         for index, (item, sample) in enumerate(units.tasks)
@@ -309,7 +309,7 @@ def prepare_regrade(store: Store, job: Job) -> PreparedJob[RegradeResult]:
         results.append(str(row["status"]))
 
     def failed(exc: BaseException) -> None:
-        store.finish_experiment(
+        store.experiments.finish(
             units.experiment_id, status="error", error=f"{type(exc).__name__}: {exc}"
         )
 
@@ -330,11 +330,11 @@ def prepare_regrade(store: Store, job: Job) -> PreparedJob[RegradeResult]:
 
 def _finish(store: Store, units: Regradings, results: list[str], stopped: bool) -> RegradeResult:
     experiment_id = units.experiment_id
-    store.finish_experiment(experiment_id, status="stopped" if stopped else "done")
+    store.experiments.finish(experiment_id, status="stopped" if stopped else "done")
     consistency = None
     if max((sample for _, sample in units.tasks), default=0) > 0:
         repeats: dict[Any, Any] = {
-            k: v for k, v in store.experiment_samples(experiment_id).items() if len(v) > 1
+            k: v for k, v in store.experiments.samples(experiment_id).items() if len(v) > 1
         }
         consistency = consistency_report(repeats) if repeats else None
     return {

@@ -32,7 +32,7 @@ def _errors(at: AppTest) -> str:
 def _seed_rubric(db_path: Path, name: str, text: str, tags: list[str] | None = None) -> dict:
     store = Store(db_path)
     try:
-        return store.save_rubric_version(name, text, tags=tags)
+        return store.rubrics.save_version(name, text, tags=tags)
     finally:
         store.close()
 
@@ -41,7 +41,7 @@ def _stored(db_path: Path) -> tuple[list[dict], int]:
     """Every rubric (with its tags) and how many runs the store holds."""
     store = Store(db_path)
     try:
-        return store.list_rubrics(), store.count_runs()
+        return store.rubrics.find(), store.runs.count()
     finally:
         store.close()
 
@@ -258,7 +258,7 @@ def test_new_rubric_starts_empty_and_stores_nothing_of_the_previous_one(
     assert {r["name"]: r["tags"] for r in rubrics} == {"first": ["alpha", "beta"], "second": []}
     store = Store(db_path)
     try:
-        assert store.rubric_versions("second")[0]["note"] == ""
+        assert store.rubrics.versions("second")[0]["note"] == ""
     finally:
         store.close()
 
@@ -270,7 +270,7 @@ def test_the_version_note_goes_with_one_save_only(app: AppTest, db_path: Path) -
     app.button(key="rubric_save").click().run()
     store = Store(db_path)
     try:
-        assert [v["note"] for v in store.rubric_versions("notes")] == ["first cut", ""]
+        assert [v["note"] for v in store.rubrics.versions("notes")] == ["first cut", ""]
     finally:
         store.close()
 
@@ -306,7 +306,7 @@ def test_tags_field_follows_the_stored_tags_and_never_writes_a_stale_value(
     # Another tab changes them while this one shows "new, shiny"; Update must not clobber.
     store = Store(db_path)
     try:
-        store.set_rubric_tags("tagged", ["theirs"])
+        store.rubrics.set_tags("tagged", ["theirs"])
     finally:
         store.close()
     app.text_input(key="rubrics_tags_tagged").input("")
@@ -354,11 +354,11 @@ def test_a_finished_run_without_passes_says_so_and_tokens_fit_their_metric(
     version = _seed_rubric(db_path, "empty-run", "- one")
     store = Store(db_path)
     try:
-        run_id = store.create_run(
+        run_id = store.runs.create(
             rubric_version_id=version["id"], input="x", agent_model="replay:x",
             grader_model="replay:x", max_iterations=3, agent_kind="basic",
         )  # fmt: skip
-        store.finish_run(run_id, status="error", error="the agent broke")
+        store.runs.finish(run_id, status="error", error="the agent broke")
     finally:
         store.close()
     app.session_state["run_watch"] = run_id

@@ -19,7 +19,7 @@ MIXED = CHECKS_ONLY + "\n- [-2] Invents a price\n- Friendly tone"
 
 def _app(db_path: Path, text: str, name: str = "notes") -> AppTest:
     with Store(db_path) as store:
-        store.save_rubric_version(name, text)
+        store.rubrics.save_version(name, text)
     return AppTest.from_file(str(APP), default_timeout=RUN_TIMEOUT_S).run()
 
 
@@ -43,7 +43,7 @@ def test_run_page_offers_no_grader_for_a_checks_only_rubric_and_launches(db_path
     handle = run_registry().run(at.session_state["run_watch"])
     assert handle is not None and handle.wait(RUN_TIMEOUT_S)
     with Store(db_path) as store:
-        assert store.get_run(handle.run_id)["grader_model"] == "checks"
+        assert store.runs.get(handle.run_id)["grader_model"] == "checks"
 
 
 def test_run_page_does_not_offer_no_grader_for_a_judged_criterion(db_path: Path) -> None:
@@ -99,8 +99,8 @@ def test_person_grader_shows_checks_decided_and_asks_only_the_judged(db_path: Pa
     assert not _errors(at), _errors(at)
     run_id = at.session_state["grade_one_last"]
     with Store(db_path) as store:
-        run = store.get_run(run_id)
-        (evaluation,) = store.run_evaluations(run_id)
+        run = store.runs.get(run_id)
+        (evaluation,) = store.passes.of_run(run_id)
     assert run["status"] == "needs_revision"  # two checks fail, whatever the person said
     checked = {c["name"]: c.get("checked_by") for c in evaluation["criteria"]}
     assert checked == {

@@ -303,12 +303,12 @@ def test_runs_page_shows_model_text_as_text_never_markdown(
     hostile = "<img src=x onerror=alert(1)> **bold** [click](javascript:alert(1))"
     store = Store(db_path)
     try:
-        version = store.save_rubric_version("hostile", "- is safe\n- is short")
-        run_id = store.create_run(
+        version = store.rubrics.save_version("hostile", "- is safe\n- is short")
+        run_id = store.runs.create(
             rubric_version_id=version["id"], input=hostile, agent_model="replay:x",
             grader_model="replay:x", grader_tools=[], max_iterations=3, agent_kind="basic",
         )  # fmt: skip
-        store.record_evaluation(
+        store.passes.record(
             run_id,
             make_evaluation(
                 iteration=0,
@@ -317,14 +317,14 @@ def test_runs_page_shows_model_text_as_text_never_markdown(
                 draft=hostile,
             ),
         )
-        store.record_evaluation(
+        store.passes.record(
             run_id,
             make_evaluation(
                 iteration=1, verdicts=[("is safe", False, hostile), ("is short", True)],
                 explanation=hostile, draft=hostile,
             ),
         )  # fmt: skip
-        store.finish_run(run_id, status="max_iterations_reached", final_output=hostile)
+        store.runs.finish(run_id, status="max_iterations_reached", final_output=hostile)
     finally:
         store.close()
     app.run()
@@ -684,19 +684,19 @@ def _seed_graded(
     """Graded runs (no agent) with one pass each; returns the evaluation ids."""
     store = Store(db_path)
     try:
-        version = store.save_rubric_version("essay", "- has a title\n- cites a source")
+        version = store.rubrics.save_version("essay", "- has a title\n- cites a source")
         ids = []
         for number, pass_verdicts in enumerate(verdicts, start=1):
-            run_id = store.create_run(
+            run_id = store.runs.create(
                 rubric_version_id=version["id"], input=f"request {number}", agent_model="",
                 grader_model="replay:x", max_iterations=1, agent_kind="graded", batch_id=batch_id,
             )  # fmt: skip
             ids.append(
-                store.record_evaluation(
+                store.passes.record(
                     run_id, make_evaluation(verdicts=pass_verdicts, draft=f"draft {number}")
                 )
             )
-            store.finish_run(run_id, status="satisfied", final_output=f"draft {number}")
+            store.runs.finish(run_id, status="satisfied", final_output=f"draft {number}")
         return ids
     finally:
         store.close()
@@ -729,7 +729,7 @@ def test_review_labels_a_pass_and_moves_to_the_next_unlabelled(
 
     app.button(key="review_agree").click().run()  # agree with the judge on pass 2
     with Store(db_path) as store:
-        labels = store.labels_for(ids)
+        labels = store.labels.of_passes(ids)
     assert {k: v["human_passed"] for k, v in labels[ids[0]].items()} == {
         "has a title": True,
         "cites a source": True,
@@ -748,7 +748,7 @@ def test_review_labels_a_pass_and_moves_to_the_next_unlabelled(
     app.radio(key=f"review_{ids[0]}_1").set_value("fail")
     app.button(key="review_save").click().run()
     with Store(db_path) as store:
-        assert store.labels_for([ids[0]])[ids[0]]["cites a source"]["human_passed"] is False
+        assert store.labels.of_passes([ids[0]])[ids[0]]["cites a source"]["human_passed"] is False
 
 
 def test_review_without_a_name_does_not_save(
@@ -774,7 +774,7 @@ def test_review_opens_the_pass_named_in_the_url(
 
 def test_review_without_passes_says_what_to_do(app: AppTest, db_path: Path) -> None:
     with Store(db_path) as store:
-        store.save_rubric_version("essay", "- has a title")
+        store.rubrics.save_version("essay", "- has a title")
     app.run()
     _page(app, "review")
     _no_exception(app)
@@ -789,7 +789,7 @@ def test_agreement_page_reports_kappa_and_links_each_disagreement(
     human = [(True, False), (True, True), (False, False), (True, False)]
     with Store(db_path) as store:
         for eid, (title, source) in zip(ids, human, strict=True):
-            store.set_labels(eid, {"has a title": title, "cites a source": source}, reviewer="ana")
+            store.labels.save(eid, {"has a title": title, "cites a source": source}, reviewer="ana")
     # Judge T,F on every pass. Pooled: TP 3, FP 1, FF 1, TF 3; p_o = 6/8,
     # p_e = (4*4 + 4*4) / 64 = 1/2, kappa = (0.75 - 0.5) / 0.5 = 0.5.
     app.run()
@@ -853,10 +853,10 @@ def test_batch_page_grades_uploaded_outputs_and_keeps_their_labels(
     _no_exception(app)
     assert {m.label: m.value for m in app.metric}["Graded rows"] == "2"
     with Store(db_path) as store:
-        runs = store.list_runs(batch_id=job.batch_id)
+        runs = store.runs.find(batch_id=job.batch_id)
         assert {r["agent_kind"] for r in runs} == {"graded"}
-        passes = [e["id"] for r in runs for e in store.run_evaluations(r["id"])]
-        stored = store.labels_for(passes)
+        passes = [e["id"] for r in runs for e in store.passes.of_run(r["id"])]
+        stored = store.labels.of_passes(passes)
     labels = [{c: label["human_passed"] for c, label in kept.items()} for kept in stored.values()]
     assert labels == [{"Exactly two sentences": False}]
 
@@ -890,9 +890,9 @@ def test_run_page_human_grader_drives_the_pass_and_becomes_labels(
     assert not app.error, [e.value for e in app.error]
     run_id = app.session_state["grade_one_last"]
     with Store(db_path) as store:
-        run = store.get_run(run_id)
-        evaluation = store.run_evaluations(run_id)[0]
-        labels = store.labels_for([evaluation["id"]])[evaluation["id"]]
+        run = store.runs.get(run_id)
+        evaluation = store.passes.of_run(run_id)[0]
+        labels = store.labels.of_passes([evaluation["id"]])[evaluation["id"]]
     assert run["agent_kind"] == "graded" and run["grader_model"] == "human:ana"
     assert evaluation["result"] == "needs_revision"
     assert {k: v["human_passed"] for k, v in labels.items()} == {
@@ -906,7 +906,7 @@ def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_p
 
     _load_bottle_rubric(app)
     with Store(db_path) as store:
-        version = store.rubric_versions("satisfied_first_try")[-1]
+        version = store.rubrics.versions("satisfied_first_try")[-1]
         rows = [
             {"row": n, "input": f"q{n}", "output": f"```text\n{text}\n```", "labels": {}}
             for n, text in enumerate(["It is cold. It is light.", "It is cold."], start=2)
@@ -937,20 +937,20 @@ def test_experiments_page_regrades_a_batch_twice_and_compares(app: AppTest, db_p
 
 def _seed_postgres_run(url: str, make_evaluation: Callable[..., dict[str, Any]]) -> int:
     with Store(url) as store:
-        version = store.save_rubric_version("pg-article", "- has a title\n- cites a source")
-        run_id = store.create_run(
+        version = store.rubrics.save_version("pg-article", "- has a title\n- cites a source")
+        run_id = store.runs.create(
             rubric_version_id=version["id"], input="Write about tides.", agent_model="replay:x",
             grader_model="replay:x", grader_tools=[], max_iterations=3, agent_kind="basic",
         )  # fmt: skip
-        store.record_evaluation(
+        store.passes.record(
             run_id,
             make_evaluation(iteration=0, verdicts=[("has a title", True), ("cites a source", False, "add one")]),
         )  # fmt: skip
-        store.record_evaluation(
+        store.passes.record(
             run_id,
             make_evaluation(iteration=1, verdicts=[("has a title", True), ("cites a source", True)]),
         )  # fmt: skip
-        store.finish_run(run_id, status="satisfied", final_output="Tides (NOAA).")
+        store.runs.finish(run_id, status="satisfied", final_output="Tides (NOAA).")
     return run_id
 
 

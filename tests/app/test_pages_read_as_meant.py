@@ -33,12 +33,12 @@ def _graded_run(
     batch_id: str | None = None,
     agent_kind: str = "graded",
 ) -> int:
-    run_id = store.create_run(
+    run_id = store.runs.create(
         rubric_version_id=version_id, input="request", agent_model="",
         grader_model="replay:x", max_iterations=1, agent_kind=agent_kind, batch_id=batch_id,
     )  # fmt: skip
-    store.record_evaluation(run_id, evaluation)
-    store.finish_run(run_id, status=status, final_output=evaluation["draft"])
+    store.passes.record(run_id, evaluation)
+    store.runs.finish(run_id, status=status, final_output=evaluation["draft"])
     return run_id
 
 
@@ -49,7 +49,7 @@ def test_runs_page_says_no_agent_revises_a_graded_run(
     app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
 ) -> None:
     with Store(db_path) as store:
-        version = store.save_rubric_version("essay", "- has a title\n- cites a source")
+        version = store.rubrics.save_version("essay", "- has a title\n- cites a source")
         run_id = _graded_run(store, version["id"], make_evaluation(), status="needs_revision")
     _page(app, "runs", run=str(run_id))
     _no_exception(app)
@@ -78,9 +78,9 @@ def test_try_it_and_run_scenario_store_the_demo_under_one_rubric(
     out = CliRunner().invoke(cli, ["run", "--scenario", "haiku", "--quiet", "--db", str(db_path)])
     assert out.exit_code == 0, out.output
     with Store(db_path) as store:
-        assert [r["name"] for r in store.list_rubrics()] == ["haiku"]
-        assert len(store.rubric_versions("haiku")) == 1
-        runs = store.list_runs(rubric="haiku")
+        assert [r["name"] for r in store.rubrics.find()] == ["haiku"]
+        assert len(store.rubrics.versions("haiku")) == 1
+        runs = store.runs.find(rubric="haiku")
         assert len(runs) == 2
 
 
@@ -133,7 +133,7 @@ def test_experiment_pickers_follow_a_finished_experiment_and_rows_are_inputs(
     app.selectbox(key="run_scenario_helper").set_value("satisfied_first_try")
     app.button(key="run_use_scenario").click().run()
     with Store(db_path) as store:
-        version = store.rubric_versions("satisfied_first_try")[-1]
+        version = store.rubrics.versions("satisfied_first_try")[-1]
         rows = [
             {
                 "row": n,
@@ -179,8 +179,8 @@ def test_runs_grid_shows_a_dash_for_a_running_run_score(
     app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
 ) -> None:
     with Store(db_path) as store:
-        version = store.save_rubric_version("essay", "- has a title\n- cites a source")
-        store.create_run(
+        version = store.rubrics.save_version("essay", "- has a title\n- cites a source")
+        store.runs.create(
             rubric_version_id=version["id"], input="still going", agent_model="replay:x",
             grader_model="replay:x", max_iterations=3, agent_kind="basic",
         )  # fmt: skip
@@ -232,17 +232,17 @@ def test_review_and_agreement_open_where_the_labels_are(
     app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
 ) -> None:
     with Store(db_path) as store:
-        v1 = store.save_rubric_version("essay", "- has a title\n- cites a source")
+        v1 = store.rubrics.save_version("essay", "- has a title\n- cites a source")
         for passed in (True, False):
             verdicts = [("has a title", True), ("cites a source", passed, "add one")]
             run_id = _graded_run(store, v1["id"], make_evaluation(verdicts=verdicts),
                                  status="satisfied")  # fmt: skip
-            (item,) = store.review_items(run_ids=[run_id])
-            store.set_labels(
+            (item,) = store.labels.review_items(run_ids=[run_id])
+            store.labels.save(
                 int(item["evaluation_id"]), {"has a title": True, "cites a source": True},
                 reviewer="ana",
             )  # fmt: skip
-        v2 = store.save_rubric_version("essay", "- has a title\n- cites a source\n- is short")
+        v2 = store.rubrics.save_version("essay", "- has a title\n- cites a source\n- is short")
         verdicts = [("has a title", True), ("cites a source", True), ("is short", True)]
         _graded_run(store, v2["id"], make_evaluation(verdicts=verdicts), status="satisfied")
     _page(app, "agreement")
@@ -264,14 +264,14 @@ def test_review_and_agreement_open_on_a_rubric_with_something_to_see(
     app: AppTest, db_path: Path, make_evaluation: Callable[..., dict[str, Any]]
 ) -> None:
     with Store(db_path) as store:
-        store.save_rubric_version("aaa-empty", "- has a title")  # first stored, nothing graded
-        graded = store.save_rubric_version("zzz-graded", "- has a title")
+        store.rubrics.save_version("aaa-empty", "- has a title")  # first stored, nothing graded
+        graded = store.rubrics.save_version("zzz-graded", "- has a title")
         run_id = _graded_run(
             store, graded["id"], make_evaluation(verdicts=[("has a title", True)]),
             status="satisfied",
         )  # fmt: skip
-        (item,) = store.review_items(run_ids=[run_id])
-        store.set_labels(int(item["evaluation_id"]), {"has a title": True}, reviewer="ana")
+        (item,) = store.labels.review_items(run_ids=[run_id])
+        store.labels.save(int(item["evaluation_id"]), {"has a title": True}, reviewer="ana")
     for page, key in (("review", "review_rubric"), ("agreement", "agree_rubric")):
         _page(app, page)
         _no_exception(app)

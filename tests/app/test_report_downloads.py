@@ -26,8 +26,8 @@ def stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     ran = runner.invoke(cli, ["batch", "--scenario", SCENARIO, "--input-file", str(inputs)])
     assert ran.exit_code == 0, ran.output
     with Store(db) as store:
-        [batch] = store.list_batches()
-        [run] = store.batch_runs(batch["batch_id"])
+        [batch] = store.runs.batches()
+        [run] = store.runs.of_batch(batch["batch_id"])
     for _ in range(2):
         regraded = runner.invoke(
             cli, ["regrade", "--batch", batch["batch_id"], "--grader", f"replay:{SCENARIO}"]

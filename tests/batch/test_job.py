@@ -63,14 +63,14 @@ def test_a_grade_runs_on_every_local_executor_with_the_same_outcome(tmp_path, ex
     """The grade's rows are units the process executor runs too (it had a thread pool
     of its own), with progress per row and the same summary."""
     with Store(tmp_path / "s.db") as store:
-        version = store.save_rubric_version("deal", CHECKS_ONLY)
+        version = store.rubrics.save_version("deal", CHECKS_ONLY)
         seen: list[tuple[int, int]] = []
         summary = grade_outputs(
             store,
             _grade_job(version["id"], executor=executor, concurrency=2),
             progress=lambda done, total, row: seen.append((done, total)),
         )
-        runs = store.batch_runs(summary["batch_id"])
+        runs = store.runs.of_batch(summary["batch_id"])
     assert summary["by_result"] == {"needs_revision": 2, "satisfied": 1}
     assert sorted(r["input_index"] for r in runs) == [0, 1, 2]
     assert sorted(seen) == [(1, 3), (2, 3), (3, 3)]
@@ -80,12 +80,12 @@ def test_a_grade_runs_on_every_local_executor_with_the_same_outcome(tmp_path, ex
 def test_a_regrade_runs_on_worker_processes(tmp_path):
     """Re-grade gradings are units of the same executors: stored as experiment items."""
     with Store(tmp_path / "s.db") as store:
-        version = store.save_rubric_version("deal", CHECKS_ONLY)
+        version = store.rubrics.save_version("deal", CHECKS_ONLY)
         graded = grade_outputs(store, _grade_job(version["id"]))
         work = RegradePasses(Grader("none", samples=2), batch_id=graded["batch_id"])
         result = regrade(store, Job(work, executor="process", concurrency=2))
-        experiment = store.get_experiment(result["experiment_id"])
-        items = store.experiment_items(result["experiment_id"])
+        experiment = store.experiments.get(result["experiment_id"])
+        items = store.experiments.items(result["experiment_id"])
     assert (result["items"], result["errors"]) == (6, 0)
     assert experiment["status"] == "done" and len(items) == 6
     assert result["consistency"] is not None
@@ -93,12 +93,12 @@ def test_a_regrade_runs_on_worker_processes(tmp_path):
 
 def test_an_unpicklable_grader_factory_is_refused_before_anything_is_stored(tmp_path):
     with Store(tmp_path / "s.db") as store:
-        version = store.save_rubric_version("deal", CHECKS_ONLY)
+        version = store.rubrics.save_version("deal", CHECKS_ONLY)
         grader = Grader("none", factory=_unpicklable_factory())
         job = Job(GradeRows(_rows(), version["id"], grader), executor="process")
         with pytest.raises(SpecError, match=r"grader\.factory: must be picklable"):
             grade_outputs(store, job)
-        assert store.count_runs() == 0
+        assert store.runs.count() == 0
 
 
 def test_a_stopped_grade_grades_nothing_more_and_resumes(tmp_path):
@@ -108,22 +108,22 @@ def test_a_stopped_grade_grades_nothing_more_and_resumes(tmp_path):
     stop = threading.Event()
     stop.set()
     with Store(tmp_path / "s.db") as store:
-        version = store.save_rubric_version("deal", CHECKS_ONLY)
+        version = store.rubrics.save_version("deal", CHECKS_ONLY)
         first = grade_outputs(store, _grade_job(version["id"], batch_id="g-1"), stop_event=stop)
-        assert (first["run_ids"], store.count_runs()) == ([], 0)
-        store.create_run(
+        assert (first["run_ids"], store.runs.count()) == ([], 0)
+        store.runs.create(
             rubric_version_id=version["id"], input="q0", agent_model="", grader_model="checks",
             grader_tools=[], max_iterations=1, agent_kind="graded", batch_id="g-1", input_index=0,
         )  # fmt: skip
         resumed = grade_outputs(store, _grade_job(version["id"], batch_id="g-1", resume=True))
-        assert store.count_runs() == 3  # the interrupted row's run was continued, not doubled
+        assert store.runs.count() == 3  # the interrupted row's run was continued, not doubled
     assert resumed["skipped"] == 0 and len(resumed["run_ids"]) == 3
 
 
 def test_start_job_runs_any_job_in_the_background_and_reports_it(tmp_path):
     """One background starter: a grade job's handle counts its rows and holds its summary."""
     with Store(tmp_path / "s.db") as store:
-        version = store.save_rubric_version("deal", CHECKS_ONLY)
+        version = store.rubrics.save_version("deal", CHECKS_ONLY)
         handle = start_job(store, _grade_job(version["id"]))
         assert handle.wait(60) and handle.error is None
         assert (handle.kind, handle.finished, handle.total) == ("grade", 3, 3)

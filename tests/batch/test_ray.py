@@ -37,7 +37,7 @@ _BATCH_TIMEOUT_S = 300
 
 def _template(store: Store, latency_s: float) -> RunSpec:
     scenario = load_scenario(_SCENARIO)
-    version_id = store.save_rubric_version("ray-batch", scenario["rubric"])["id"]
+    version_id = store.rubrics.save_version("ray-batch", scenario["rubric"])["id"]
     model = f"replay:{_SCENARIO}?latency_s={latency_s}"
     return RunSpec(
         rubric_version_id=version_id,
@@ -53,7 +53,7 @@ def _inputs(n: int = _INPUTS) -> list[str]:
 
 
 def _runs(store: Store, batch_id: str) -> list[dict[str, Any]]:
-    return store.list_runs(batch_id=batch_id, limit=1000)
+    return store.runs.find(batch_id=batch_id, limit=1000)
 
 
 def _assert_complete(store: Store, batch_id: str, n: int = _INPUTS) -> list[dict[str, Any]]:
@@ -63,7 +63,7 @@ def _assert_complete(store: Store, batch_id: str, n: int = _INPUTS) -> list[dict
     assert sorted(run["input_index"] for run in runs) == list(range(n))
     assert Counter(run["status"] for run in runs) == {"satisfied": n}
     for run in runs:
-        passes = store.run_evaluations(run["id"])
+        passes = store.passes.of_run(run["id"])
         keys = [(e["grading_run_id"], e["iteration"]) for e in passes]
         assert len(keys) == len(set(keys)), f"run {run['id']} stored a pass twice: {keys}"
         assert [e["iteration"] for e in passes] == list(range(_PASSES)), run
@@ -145,7 +145,7 @@ def test_ray_address_that_does_not_answer_is_named_within_the_probe_timeout(tmp_
     with pytest.raises(RayUnavailable, match=r"127\.0\.0\.1:1 does not answer"):
         batch_of(store, template, _inputs(3), executor="ray", ray_address="127.0.0.1:1")
     assert time.monotonic() - started < 10
-    assert store.count_runs() == 0  # nothing started, nothing half-stored
+    assert store.runs.count() == 0  # nothing started, nothing half-stored
 
 
 def test_ray_address_unroutable_times_out_with_its_name() -> None:
@@ -166,14 +166,14 @@ def test_unknown_executor_is_refused_before_anything_runs(tmp_path) -> None:
     store = Store(tmp_path / "s.db")
     with pytest.raises(SpecError, match="executor: must be 'thread', 'process' or 'ray'"):
         batch_of(store, _template(store, 0), _inputs(2), executor="dask")
-    assert store.count_runs() == 0
+    assert store.runs.count() == 0
 
 
 def test_sqlite_store_is_refused_on_a_two_node_cluster(tmp_path, ray_address: str) -> None:
     store = Store(tmp_path / "s.db")
     with pytest.raises(RayUnavailable, match="has 2 nodes, and a SQLite store"):
         batch_of(store, _template(store, 0), _inputs(2), executor="ray", ray_address=ray_address)
-    assert store.count_runs() == 0
+    assert store.runs.count() == 0
 
 
 # --------------------------------------------------------------------------- on the cluster
@@ -217,8 +217,8 @@ def test_ray_batch_survives_a_worker_killed_mid_run(pg_store: Store, ray_address
 
     def victim() -> dict[str, Any] | None:
         assert thread.is_alive(), f"the batch ended before a worker was killed: {out}"
-        for run in pg_store.list_runs(batch_id="batch-kill-test", status="running", limit=100):
-            if len(pg_store.run_evaluations(run["id"])) == 1:  # graded once, not yet twice
+        for run in pg_store.runs.find(batch_id="batch-kill-test", status="running", limit=100):
+            if len(pg_store.passes.of_run(run["id"])) == 1:  # graded once, not yet twice
                 return run
         return None
 
@@ -251,7 +251,7 @@ def test_ray_batch_stopped_half_way_resumes_without_rerunning_finished_inputs(
     first = _on_ray(pg_store, template, ray_address, progress=stop_after_ten, stop_event=stop)
     batch_id = first.batch_id
     assert first.by_status.get("running", 0) == 0  # stopped runs are marked, not left running
-    finished = pg_store.finished_inputs(batch_id)
+    finished = pg_store.runs.finished_inputs(batch_id)
     assert 10 <= len(finished) < _INPUTS
     before = {r["input_index"]: r for r in _runs(pg_store, batch_id)}
 
@@ -330,7 +330,7 @@ def test_cli_batch_on_a_ray_address_that_does_not_answer_is_one_line_exit_2(tmp_
     assert result.exit_code == 2, result.output
     assert "Error: the Ray cluster at 127.0.0.1:1 does not answer" in result.output
     assert "Traceback" not in result.output
-    assert Store(db).count_runs() == 0
+    assert Store(db).runs.count() == 0
 
 
 def test_cli_batch_on_ray_runs_and_resumes(pg_url: str, ray_address: str, tmp_path) -> None:
@@ -366,7 +366,7 @@ def _batch_page(monkeypatch: pytest.MonkeyPatch, db: str, ray_address: str | Non
         monkeypatch.setenv("RUBRIC_STUDIO_RAY_ADDRESS", ray_address)
     with Store(db) as store:
         scenario = load_scenario(_SCENARIO)
-        store.save_rubric_version(f"scenario-{_SCENARIO}", scenario["rubric"])
+        store.rubrics.save_version(f"scenario-{_SCENARIO}", scenario["rubric"])
     app = AppTest.from_file(str(_APP), default_timeout=60).run()
     app.switch_page("app_pages/batch.py").run()
     csv_text = "input\n" + "\n".join(_inputs(3)) + "\n"
@@ -396,7 +396,7 @@ def test_batch_page_ray_address_that_does_not_answer_is_an_error_in_place(
     errors = [e.value for e in app.error]
     assert any("the Ray cluster at 127.0.0.1:1 does not answer" in e for e in errors), errors
     with Store(pg_url) as store:
-        assert store.count_runs() == 0
+        assert store.runs.count() == 0
 
 
 def test_ray_is_imported_only_when_a_ray_batch_starts() -> None:

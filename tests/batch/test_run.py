@@ -23,7 +23,7 @@ SOURCE_OK = ("cites a source", True)
 
 def _scenario_template(store, name: str) -> RunSpec:
     scenario = load_scenario(name)
-    version_id = store.save_rubric_version(f"scenario-{name}", scenario["rubric"])["id"]
+    version_id = store.rubrics.save_version(f"scenario-{name}", scenario["rubric"])["id"]
     return RunSpec(
         rubric_version_id=version_id,
         input=scenario["input"],
@@ -37,7 +37,7 @@ def _scenario_template(store, name: str) -> RunSpec:
 
 def _template(store, **overrides: Any) -> RunSpec:
     values: dict[str, Any] = {
-        "rubric_version_id": store.save_rubric_version("article", RUBRIC)["id"],
+        "rubric_version_id": store.rubrics.save_version("article", RUBRIC)["id"],
         "input": "template input",
         "agent_model": "replay:needs_revision_then_satisfied",
         "grader_model": "replay:needs_revision_then_satisfied",
@@ -171,7 +171,7 @@ def test_batch_over_a_known_scenario_summarises_exactly(store):
     assert rates["Is one paragraph"]["pass_rate"] == pytest.approx(1.0)
     assert sorted(p[0] for p in progress) == [1, 2, 3]
     assert {p[1] for p in progress} == {3}
-    runs = store.list_runs(batch_id=summary.batch_id, limit=10)
+    runs = store.runs.find(batch_id=summary.batch_id, limit=10)
     assert sorted(run["input"] for run in runs) == sorted(inputs)
 
 
@@ -269,14 +269,14 @@ def test_batch_rejects_bad_arguments_before_any_run(store, kwargs, inputs, fragm
     with pytest.raises(SpecError) as info:
         batch_of(store, template, inputs, **kwargs)
     assert fragment in str(info.value)
-    assert store.count_runs() == 0
+    assert store.runs.count() == 0
 
 
 def test_batch_rejects_an_unknown_tool_before_any_run(store):
     template = _template(store, grader_tools=("no_such_tool",))
     with pytest.raises(SpecError, match=r"grader_tools: .*no_such_tool"):
         batch_of(store, template, ["a", "b"])
-    assert store.count_runs() == 0
+    assert store.runs.count() == 0
 
 
 def test_resumed_thread_batch_skips_finished_inputs_and_continues_interrupted_ones(store):
@@ -284,25 +284,25 @@ def test_resumed_thread_batch_skips_finished_inputs_and_continues_interrupted_on
     inputs = ["first 0", "second 1", "first 2", "second 3"]
     first = batch_of(store, template, inputs[:2], model_factory=_scripted_factory)
     # Input 2 was cut off after its run row was written: a dead batch leaves it interrupted.
-    store.create_run(rubric_version_id=template.rubric_version_id, input=inputs[2],
+    store.runs.create(rubric_version_id=template.rubric_version_id, input=inputs[2],
                      agent_model=template.agent_model, grader_model=template.grader_model,
                      max_iterations=template.max_iterations, agent_kind="basic",
                      thread_id="run-cut-off", batch_id=first.batch_id, input_index=2)  # fmt: skip
-    cut = store.list_runs(batch_id=first.batch_id, limit=10)[0]
-    store.finish_run(cut["id"], status="interrupted")
-    before = {run["input_index"]: run for run in store.list_runs(batch_id=first.batch_id)}
+    cut = store.runs.find(batch_id=first.batch_id, limit=10)[0]
+    store.runs.finish(cut["id"], status="interrupted")
+    before = {run["input_index"]: run for run in store.runs.find(batch_id=first.batch_id)}
 
     summary = batch_of(store, template, inputs, batch_id=first.batch_id, resume=True,
                         model_factory=_scripted_factory)  # fmt: skip
 
     assert summary.by_status == {"satisfied": 4}
-    after = {run["input_index"]: run for run in store.list_runs(batch_id=first.batch_id)}
+    after = {run["input_index"]: run for run in store.runs.find(batch_id=first.batch_id)}
     assert sorted(after) == [0, 1, 2, 3]
     for index in (0, 1):  # finished: not run again
         assert after[index]["finished_at"] == before[index]["finished_at"]
     assert after[2]["id"] == cut["id"]  # continued on its own row, not a second run
     assert after[2]["thread_id"] == "run-cut-off"
-    assert store.finished_inputs(first.batch_id) == {0, 1, 2, 3}
+    assert store.runs.finished_inputs(first.batch_id) == {0, 1, 2, 3}
 
 
 def test_resuming_needs_a_known_batch_id(store):
@@ -311,7 +311,7 @@ def test_resuming_needs_a_known_batch_id(store):
         batch_of(store, template, ["first"], resume=True)
     with pytest.raises(SpecError, match="no batch 'batch-nope'"):
         batch_of(store, template, ["first"], batch_id="batch-nope", resume=True)
-    assert store.count_runs() == 0
+    assert store.runs.count() == 0
 
 
 def _wait_for_running_run(db, proc, *, timeout_s: float = 120.0) -> None:
@@ -378,10 +378,10 @@ def test_ctrl_c_on_batch_stops_marks_in_flight_runs_and_prints_the_summary(tmp_p
     assert "Stopping the batch" in err
     assert "Resume with: --resume batch-" in err
     with Store(db) as store:
-        runs = store.list_runs(limit=100)
+        runs = store.runs.find(limit=100)
         batch_id = runs[0]["batch_id"]
         assert f"Batch {batch_id}: {len(runs)} run" in out
-        assert store.count_runs(status="running") == 0
+        assert store.runs.count(status="running") == 0
         statuses = {run["status"] for run in runs}
         assert "interrupted" in statuses
         assert statuses <= {"interrupted", "satisfied"}
@@ -403,7 +403,7 @@ def test_process_batch_runs_every_input_in_worker_processes_with_the_same_outcom
     assert summary.criterion_pass_rates == threads.criterion_pass_rates
     assert summary.iterations_to_satisfied == threads.iterations_to_satisfied
     assert sorted(seen) == [(n, "satisfied") for n in range(1, 7)]
-    runs = store.list_runs(batch_id=summary.batch_id, limit=10)
+    runs = store.runs.find(batch_id=summary.batch_id, limit=10)
     assert sorted(run["input_index"] for run in runs) == list(range(6))
     owners = {run["pid"] for run in runs}
     assert os.getpid() not in owners  # recorded by the worker processes themselves
@@ -424,20 +424,20 @@ def test_stopped_process_batch_marks_its_runs_and_resumes_to_the_end(store):
         store, template, inputs, concurrency=2, executor="process", stop_event=stop)))  # fmt: skip
     worker.start()
     deadline = time.monotonic() + 120
-    while not store.count_runs(status="running") and time.monotonic() < deadline:
+    while not store.runs.count(status="running") and time.monotonic() < deadline:
         time.sleep(0.1)
     stop.set()
     worker.join(120)
     assert not worker.is_alive()
     stopped = outcome["summary"]
-    assert store.count_runs(status="running") == 0
+    assert store.runs.count(status="running") == 0
     assert stopped.by_status.get("interrupted", 0) >= 1
     assert stopped.total < len(inputs)
 
     resumed = batch_of(store, template, inputs, concurrency=2, executor="process",
                         batch_id=stopped.batch_id, resume=True)  # fmt: skip
     assert resumed.by_status == {"satisfied": len(inputs)}
-    assert store.finished_inputs(stopped.batch_id) == set(range(len(inputs)))
+    assert store.runs.finished_inputs(stopped.batch_id) == set(range(len(inputs)))
 
 
 def test_a_process_batch_needs_a_picklable_model_factory(store):
@@ -445,4 +445,4 @@ def test_a_process_batch_needs_a_picklable_model_factory(store):
     with pytest.raises(SpecError, match="model_factory"):
         batch_of(store, template, ["first"], executor="process",
                   model_factory=lambda spec: _scripted_factory(spec))  # fmt: skip
-    assert store.count_runs() == 0
+    assert store.runs.count() == 0

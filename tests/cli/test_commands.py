@@ -134,7 +134,7 @@ def test_run_scenario_prints_each_pass_and_exits_zero(invoke, db):
     assert f"Status: satisfied — {STATUS_DESCRIPTIONS['satisfied']}" in out
     assert out.index("Pass 1") < out.index("Pass 2") < out.index("Status:")
     with Store(db) as store:
-        (run,) = store.list_runs()
+        (run,) = store.runs.find()
         assert run["status"] == "satisfied" and run["iterations"] == 2
 
 
@@ -213,7 +213,7 @@ def test_batch_prints_the_summary(invoke, tmp_path, db):
     assert "100.0%  (3/3)  States the release date" in out
     assert "Grader errors: 0" in out
     with Store(db) as store:
-        assert store.count_runs(status="satisfied") == 3
+        assert store.runs.count(status="satisfied") == 3
 
 
 def test_batch_json_summary(invoke, tmp_path):
@@ -326,7 +326,7 @@ def test_resume_command(invoke, db):
 
     scenario = load_scenario("needs_revision_then_satisfied")
     with Store(db) as store:
-        version_id = store.save_rubric_version("release", scenario["rubric"])["id"]
+        version_id = store.rubrics.save_version("release", scenario["rubric"])["id"]
         stop = threading.Event()
         handle = start_run(
             store,
@@ -340,7 +340,7 @@ def test_resume_command(invoke, db):
             on_evaluation=lambda e: stop.set(),
         )
         assert handle.wait(60)
-        assert store.get_run(handle.run_id)["status"] == "interrupted"
+        assert store.runs.get(handle.run_id)["status"] == "interrupted"
 
     result = invoke("resume", str(handle.run_id))
     assert result.exit_code == 0, result.output

@@ -32,7 +32,7 @@ def test_base_url_with_only_replay_models_is_refused(tmp_path):
     )
     assert "would not be used" in _error_line(batch)
     with Store(db) as store:
-        assert store.count_runs() == 0
+        assert store.runs.count() == 0
 
 
 def test_export_help_says_jsonl_is_for_programs(tmp_path):

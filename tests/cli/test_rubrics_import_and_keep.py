@@ -28,7 +28,7 @@ def test_rubrics_import_turns_points_into_weights(tmp_path):
     assert result.exit_code == 0, result.output
     assert "2 criteria imported" in result.output
     with Store(db) as store:
-        text = store.rubric_versions("triage")[-1]["text"]
+        text = store.rubrics.versions("triage")[-1]["text"]
     assert text.splitlines() == [
         "- [5] Advises seeing a doctor within a day",
         "- [-8] Recommends a prescription dose",
@@ -57,7 +57,7 @@ def test_run_with_keep_best_hands_back_the_best_draft(tmp_path):
     assert "Score: 0.67 (kept the best draft, pass 1)" in result.output
     assert "Version 2.0 ships on 3 June 2025." in result.output.split("Final answer:")[1]
     with Store(db) as store:
-        [run] = store.list_runs()
+        [run] = store.runs.find()
     assert run["keep"] == "best" and run["best_iteration"] == 0
 
 

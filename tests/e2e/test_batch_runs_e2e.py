@@ -128,7 +128,7 @@ def test_batch_inputs_open_their_runs_and_batch_filters_runs_and_export(
     page.get_by_text("Runs 1–4 of 4").wait_for()
     wait_idle(page)
     with Store(dashboard.db_path) as store:
-        (batch_id,) = {store.get_run(run_id)["batch_id"] for run_id in run_of_input.values()}
+        (batch_id,) = {store.runs.get(run_id)["batch_id"] for run_id in run_of_input.values()}
     choose(page, "Batch", f"{batch_id} · 3 runs")
     page.get_by_text("Runs 1–3 of 3").wait_for()
     shown = table_csv(page, main(page).locator('[data-testid="stDataFrame"]').first)
@@ -159,7 +159,7 @@ def test_running_run_detail_on_runs_redraws_as_passes_arrive(
     scenario = load_scenario(SCENARIO)
     store = Store(dashboard.db_path)
     try:
-        version = store.save_rubric_version("release-note", scenario["rubric"])
+        version = store.rubrics.save_version("release-note", scenario["rubric"])
         page.goto(f"{dashboard.url}/runs")  # the dashboard warmed up before the run starts
         page.get_by_role("heading", name="Runs", exact=True).wait_for()
         wait_idle(page)

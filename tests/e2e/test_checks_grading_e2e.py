@@ -103,8 +103,8 @@ def test_person_grader_then_checks_only_batch_then_export(
 
     # The store, the CLI's export and the page agree.
     with Store(dashboard.db_path) as store:
-        runs = sorted(store.list_runs(limit=10), key=lambda r: r["id"])
-        passes = {r["id"]: store.run_evaluations(r["id"])[0] for r in runs}
+        runs = sorted(store.runs.find(limit=10), key=lambda r: r["id"])
+        passes = {r["id"]: store.passes.of_run(r["id"])[0] for r in runs}
     person, *graded = runs
     assert person["grader_model"] == "human:ana" and person["status"] == "needs_revision"
     assert [r["grader_model"] for r in graded] == ["checks", "checks"]
@@ -136,8 +136,8 @@ def test_person_grader_then_checks_only_batch_then_export(
     assert graded_by_cli.returncode == 0, graded_by_cli.stderr
     cli_runs = json.loads(graded_by_cli.stdout)["run_ids"]
     with Store(dashboard.db_path) as store:
-        by_cli = {store.get_run(i)["input"]: store.run_evaluations(i)[0] for i in cli_runs}
-        assert {store.get_run(i)["grader_model"] for i in cli_runs} == {"checks"}
+        by_cli = {store.runs.get(i)["input"]: store.passes.of_run(i)[0] for i in cli_runs}
+        assert {store.runs.get(i)["grader_model"] for i in cli_runs} == {"checks"}
     for run in graded:
         page_pass, cli_pass = passes[run["id"]], by_cli[run["input"]]
         assert page_pass["score"] == cli_pass["score"]

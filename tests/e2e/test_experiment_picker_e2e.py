@@ -20,25 +20,25 @@ pytestmark = pytest.mark.e2e
 def _seed(db_path: Any) -> tuple[int, int]:
     """Two graded passes and two experiments: #1 done, #2 running with no item yet."""
     with Store(db_path) as store:
-        version = store.save_rubric_version("essay", "- has a title\n- cites a source")
+        version = store.rubrics.save_version("essay", "- has a title\n- cites a source")
         evaluations = []
         for number in (1, 2):
-            run_id = store.create_run(
+            run_id = store.runs.create(
                 rubric_version_id=version["id"], input=f"request {number}", agent_model="",
                 grader_model="replay:x", max_iterations=1, agent_kind="graded",
             )  # fmt: skip
-            evaluations.append(store.record_evaluation(run_id, make_evaluation()))
-            store.finish_run(run_id, status="needs_revision", final_output="d")
+            evaluations.append(store.passes.record(run_id, make_evaluation()))
+            store.runs.finish(run_id, status="needs_revision", final_output="d")
         ids = []
         for name in ("first", "second"):
             ids.append(
-                store.create_experiment(
+                store.experiments.create(
                     name=name, rubric_version_id=version["id"], grader_model="replay:x"
                 )
             )
         for evaluation_id in evaluations:
-            store.record_experiment_item(ids[0], evaluation_id, 0, make_evaluation())
-        store.finish_experiment(ids[0])
+            store.experiments.record_item(ids[0], evaluation_id, 0, make_evaluation())
+        store.experiments.finish(ids[0])
         return ids[1], evaluations[0]
 
 
@@ -60,8 +60,8 @@ def test_a_finished_experiment_reads_finished_in_its_picker(
     container = page.locator('[data-testid="stSelectbox"]').filter(has=picker_b)
     assert "0 items · running" in _shown(container, picker_b)
     with Store(dashboard.db_path) as store:  # the experiment finishes while the page is open
-        store.record_experiment_item(running, evaluation_id, 0, make_evaluation())
-        store.finish_experiment(running)
+        store.experiments.record_item(running, evaluation_id, 0, make_evaluation())
+        store.experiments.finish(running)
     page.get_by_text("One run", exact=True).click()  # any interaction reruns the page
     wait_idle(page)
     assert_no_exception(page)

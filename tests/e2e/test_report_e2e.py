@@ -32,11 +32,11 @@ def _report(tmp_path) -> tuple[object, str]:
     from rubric_core.store import Store
 
     with Store(db) as store:
-        [batch] = store.list_batches()
+        [batch] = store.runs.batches()
     output = tmp_path / "report.html"
     _cli(db, "report", "--batch", batch["batch_id"], "--output", str(output))
     with Store(db) as store:
-        run_id = store.batch_runs(batch["batch_id"])[0]["id"]
+        run_id = store.runs.of_batch(batch["batch_id"])[0]["id"]
     one = tmp_path / "run.html"
     _cli(db, "report", "--run", str(run_id), "--output", str(one))
     return output, batch["batch_id"], one

@@ -33,10 +33,10 @@ pytestmark = pytest.mark.both_backends
 @pytest.fixture
 def seeded(store, new_run, make_evaluation):
     """Two rubrics; a two-pass run with hostile text, a one-pass run, and a run on another rubric."""
-    essay = store.save_rubric_version("essay", "- has a title\n- cites a source")
-    poem = store.save_rubric_version("poem", "- rhymes")
+    essay = store.rubrics.save_version("essay", "- has a title\n- cites a source")
+    poem = store.rubrics.save_version("poem", "- rhymes")
     first = new_run(store, essay["id"], input=NASTY_INPUT, agent_model="agent-a")
-    store.record_evaluation(
+    store.passes.record(
         first,
         make_evaluation(
             grading_run_id="g1",
@@ -48,7 +48,7 @@ def seeded(store, new_run, make_evaluation):
             grader_output_tokens=3,
         ),
     )
-    store.record_evaluation(
+    store.passes.record(
         first,
         make_evaluation(
             grading_run_id="g1",
@@ -58,17 +58,15 @@ def seeded(store, new_run, make_evaluation):
             started_at=1_700_000_010.0,
         ),
     )
-    store.finish_run(first, status="satisfied", final_output="-1 is the answer")
+    store.runs.finish(first, status="satisfied", final_output="-1 is the answer")
     second = new_run(store, essay["id"], agent_model="agent-b", grader_model="judge-x")
-    store.record_evaluation(
+    store.passes.record(
         second,
         make_evaluation(grading_run_id="g2", verdicts=[("has a title", False, "\tadd one")]),
     )
-    store.finish_run(second, status="max_iterations_reached")
+    store.runs.finish(second, status="max_iterations_reached")
     third = new_run(store, poem["id"])
-    store.record_evaluation(
-        third, make_evaluation(grading_run_id="g3", verdicts=[("rhymes", True)])
-    )
+    store.passes.record(third, make_evaluation(grading_run_id="g3", verdicts=[("rhymes", True)]))
     return {"essay": essay, "poem": poem, "runs": (first, second, third)}
 
 
@@ -241,11 +239,11 @@ def test_neutralise_cell(cell, expected):
 
 
 def test_export_streams_many_rows_in_chunks(store, new_run, make_evaluation):
-    version = store.save_rubric_version("bulk", "- a")
+    version = store.rubrics.save_version("bulk", "- a")
     run_id = new_run(store, version["id"])
     verdicts = [(f"criterion {i}", i % 2 == 0) for i in range(60)]
     for iteration in range(40):
-        store.record_evaluation(
+        store.passes.record(
             run_id, make_evaluation(grading_run_id="g", iteration=iteration, verdicts=verdicts)
         )
     chunks = list(csv_chunks(store, rows_per_chunk=100))
@@ -297,9 +295,9 @@ def test_neutralise_cell_keeps_numbers_and_harmless_text(cell, expected):
 def complete(store, new_run, make_evaluation):
     """A run that needed revision then was satisfied, a run whose grader broke, a label,
     and hostile text in every kind of cell."""
-    version = store.save_rubric_version("essay", "- has a title\n- cites a source")
+    version = store.rubrics.save_version("essay", "- has a title\n- cites a source")
     revised = new_run(store, version["id"], input=" =cmd|' /C calc'!A0")
-    first = store.record_evaluation(
+    first = store.passes.record(
         revised,
         make_evaluation(
             grading_run_id="g1",
@@ -308,7 +306,7 @@ def complete(store, new_run, make_evaluation):
             started_at=1_700_000_000.0,
         ),
     )
-    store.record_evaluation(
+    store.passes.record(
         revised,
         make_evaluation(
             grading_run_id="g1",
@@ -317,10 +315,10 @@ def complete(store, new_run, make_evaluation):
             verdicts=[("has a title", True), ("cites a source", True)],
         ),
     )
-    store.set_labels(first, {"cites a source": True}, reviewer='ann, "r"', note="-1")
-    store.finish_run(revised, status="satisfied", final_output="done")
+    store.labels.save(first, {"cites a source": True}, reviewer='ann, "r"', note="-1")
+    store.runs.finish(revised, status="satisfied", final_output="done")
     broken = new_run(store, version["id"])
-    store.record_evaluation(
+    store.passes.record(
         broken,
         make_evaluation(
             grading_run_id="g2",
@@ -331,7 +329,7 @@ def complete(store, new_run, make_evaluation):
             started_at=1_700_000_020.0,
         ),
     )
-    store.finish_run(broken, status="grader_error", error="APITimeoutError")
+    store.runs.finish(broken, status="grader_error", error="APITimeoutError")
     return {"revised": revised, "broken": broken, "first_pass": first}
 
 
@@ -402,8 +400,8 @@ def test_export_reads_one_snapshot_while_passes_arrive(store, complete, new_run,
     """A pass recorded while an export streams is either wholly in it or wholly out."""
     chunks = csv_chunks(store, rows_per_chunk=1)
     head = next(chunks)
-    late = new_run(store, store.get_run(complete["revised"])["rubric_version_id"])
-    store.record_evaluation(late, make_evaluation(grading_run_id="g3"))
+    late = new_run(store, store.runs.get(complete["revised"])["rubric_version_id"])
+    store.passes.record(late, make_evaluation(grading_run_id="g3"))
     text = (head + b"".join(chunks)).decode("utf-8")
     assert len(list(csv.reader(io.StringIO(text, newline="")))) == 1 + 5
     assert len(list(iter_rows(store))) == 5 + 2
@@ -431,7 +429,7 @@ HOSTILE_TEXT = [
 def hostile(store, new_run, make_evaluation):
     """Runs whose every text cell is one of HOSTILE_TEXT, with labels, code checks,
     insufficient verdicts, scores and timestamps on rounding boundaries."""
-    version = store.save_rubric_version("hostile", "- one\n- two")
+    version = store.rubrics.save_version("hostile", "- one\n- two")
     stamps = [1_700_000_000.0000005, 1_700_000_059.9999995, 1_700_000_000.5, 0.0, 86_399.9999996]
     for index, text in enumerate(HOSTILE_TEXT):
         run_id = new_run(store, version["id"], input=text, agent_model=text)
@@ -447,10 +445,10 @@ def hostile(store, new_run, make_evaluation):
             evaluation["criteria"][1]["checked_by"] = text
             evaluation["criteria"][2]["insufficient"] = True
             evaluation["score"] = [None, 0.25, 1.0][index % 3]
-            first = store.record_evaluation(run_id, evaluation)
+            first = store.passes.record(run_id, evaluation)
             if iteration == 0:
-                store.set_labels(first, {f"{text} x": index % 2 == 0}, reviewer=text, note=text)
-        store.finish_run(run_id, status="satisfied" if index % 2 else "failed")
+                store.labels.save(first, {f"{text} x": index % 2 == 0}, reviewer=text, note=text)
+        store.runs.finish(run_id, status="satisfied" if index % 2 else "failed")
 
 
 def test_criteria_csv_bytes_match_the_reference_on_hostile_cells(store, hostile):

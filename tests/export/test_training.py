@@ -53,9 +53,9 @@ def _export(db, fmt, output, *extra):
 def test_loop_exports_load_with_datasets_in_trl_shapes(looped, tmp_path, suffix):
     store = Store(str(looped))
     try:
-        (run,) = store.list_runs()
-        passes = store.run_evaluations(run["id"])
-        transcript = store.transcript(run["id"])
+        (run,) = store.runs.find()
+        passes = store.passes.of_run(run["id"])
+        transcript = store.runs.transcript(run["id"])
     finally:
         store.close()
     assert [p["result"] for p in passes] == ["needs_revision", "satisfied"]
@@ -100,7 +100,7 @@ def test_loop_exports_load_with_datasets_in_trl_shapes(looped, tmp_path, suffix)
 @pytest.fixture
 def graded(store, new_run, make_evaluation):
     """Runs with three scored passes, a never-satisfied run, and a run with a grader_error pass."""
-    version = store.save_rubric_version("essay", "- has a title\n- cites a source\n- is short")
+    version = store.rubrics.save_version("essay", "- has a title\n- cites a source\n- is short")
     three = [("has a title", True), ("cites a source", True), ("is short", True)]
     first = new_run(store, version["id"], input="Write an essay.", agent_system_prompt="Be brief.")
     ids = []
@@ -115,7 +115,7 @@ def graded(store, new_run, make_evaluation):
         ]
     ):
         ids.append(
-            store.record_evaluation(
+            store.passes.record(
                 first,
                 {
                     **make_evaluation(
@@ -125,10 +125,10 @@ def graded(store, new_run, make_evaluation):
                 },
             )
         )
-    store.finish_run(first, status="satisfied", final_output="d2")
+    store.runs.finish(first, status="satisfied", final_output="d2")
     never = new_run(store, version["id"], input="Another essay.")
     for iteration in (0, 1):  # scores 0 then 1/3; the cap ends it
-        store.record_evaluation(
+        store.passes.record(
             never,
             {
                 **make_evaluation(
@@ -145,15 +145,15 @@ def graded(store, new_run, make_evaluation):
                 "score": iteration / 3,
             },
         )
-    store.finish_run(never, status="max_iterations_reached")
+    store.runs.finish(never, status="max_iterations_reached")
     broken = new_run(store, version["id"], input="Third essay.")
-    store.record_evaluation(
+    store.passes.record(
         broken,
         make_evaluation(
             grading_run_id="g3", verdicts=[], result="grader_error", explanation="TimeoutError"
         ),
     )
-    store.finish_run(broken, status="grader_error")
+    store.runs.finish(broken, status="grader_error")
     return {"first": first, "never": never, "broken": broken, "pass_ids": ids}
 
 
@@ -189,16 +189,16 @@ def test_preference_pairs_respect_the_margin_and_the_pairing(store, graded):
 
 def test_labels_only_keeps_passes_a_human_agreed_with(store, graded):
     first, second, third = graded["pass_ids"]
-    store.set_labels(third, {"has a title": True, "is short": True}, reviewer="ann")
-    store.set_labels(first, {"has a title": False}, reviewer="ann")  # agrees
-    store.set_labels(second, {"is short": True}, reviewer="ann")  # disagrees: judge said fail
+    store.labels.save(third, {"has a title": True, "is short": True}, reviewer="ann")
+    store.labels.save(first, {"has a title": False}, reviewer="ann")  # agrees
+    store.labels.save(second, {"is short": True}, reviewer="ann")  # disagrees: judge said fail
     assert [r["messages"][-1]["content"] for r in _rows(store, "sft", labels_only=True)] == ["d2"]
     pref = _rows(store, "preference", labels_only=True, min_margin=0.1)
     assert [(r["chosen"][0]["content"], r["rejected"][0]["content"]) for r in pref] == [
         ("d2", "d0")
     ]
     assert _rows(store, "trajectories", labels_only=True) == []  # one pass disagreed
-    store.set_labels(second, {"is short": False}, reviewer="ann")
+    store.labels.save(second, {"is short": False}, reviewer="ann")
     (trajectory,) = _rows(store, "trajectories", labels_only=True)
     labels = [v["human_passed"] for v in trajectory["passes"][1]["verdicts"]]
     assert labels == [None, None, False]

@@ -43,7 +43,7 @@ def _share(stats: dict[str, Any]) -> float:
 
 
 def _spec(store: Store, base_url: str) -> RunSpec:
-    version_id = store.save_rubric_version("article", RUBRIC)["id"]
+    version_id = store.rubrics.save_version("article", RUBRIC)["id"]
     return RunSpec(
         rubric_version_id=version_id,
         input="template",
@@ -249,7 +249,7 @@ def test_a_process_batch_shares_one_budget_across_its_worker_processes(store):
 def test_grade_and_regrade_draw_on_one_budget_per_call(store):
     rows: list[Any] = [{"input": f"q{n}", "output": "# T\n[1]", "labels": {}} for n in range(8)]
     with RateLimitedProvider(rpm=RPM, latency_s=0.02) as fake:
-        version_id = store.save_rubric_version("article", RUBRIC)["id"]
+        version_id = store.rubrics.save_version("article", RUBRIC)["id"]
         graded = grade_of(
             store,
             rows,
@@ -298,7 +298,7 @@ def test_the_cli_grades_under_a_rate_limit(tmp_path):
     )
     db = str(tmp_path / "s.db")
     seeded = Store(db)
-    seeded.save_rubric_version("article", RUBRIC)
+    seeded.rubrics.save_version("article", RUBRIC)
     seeded.close()
     with RateLimitedProvider(rpm=RPM, latency_s=0.02) as fake:
         argv = ["grade", "--input-file", str(data), "--rubric", "article", "--db", db]

@@ -30,7 +30,7 @@ def _inputs(tmp_path, count=3):
 
 def _batches(db) -> list[str]:
     with Store(db) as store:
-        return [b["batch_id"] for b in store.list_batches()]
+        return [b["batch_id"] for b in store.runs.batches()]
 
 
 def _cases(path):
@@ -182,7 +182,7 @@ def test_gate_without_a_grader_refuses_a_judged_criterion(tmp_path):
     assert result.exit_code == 2, result.output
     assert "need --grader-model: Is friendly" in result.output
     with Store(db) as store:
-        assert store.list_batches() == []
+        assert store.runs.batches() == []
 
 
 def test_the_readme_ci_job_runs_offline_as_written(tmp_path, monkeypatch):
@@ -263,7 +263,7 @@ def test_gate_on_an_experiment_against_another(tmp_path):
         regrade = _run(db, "regrade", "--batch", batch_id, "--grader", f"replay:{SCENARIO}")
         assert regrade.exit_code == 0, regrade.output
     with Store(db) as store:
-        newer, older = (e["id"] for e in store.list_experiments())
+        newer, older = (e["id"] for e in store.experiments.find())
     result = _run(
         db, "gate", "--experiment", str(newer), "--against", str(older), "--max-drop", "0",
         "--min-criterion", "Is one paragraph=1",
@@ -278,8 +278,8 @@ def test_junit_holds_stored_text_an_xml_parser_would_refuse(tmp_path):
 
     db, junit = tmp_path / "g.db", tmp_path / "results.xml"
     with Store(db) as store:
-        store.save_rubric_version("lines", "- Three lines {lines == 3}")
-        [version] = store.rubric_versions("lines")
+        store.rubrics.save_version("lines", "- Three lines {lines == 3}")
+        [version] = store.rubrics.versions("lines")
         summary = grade_of(
             store,
             [{"input": "nul \x00 and escape \x1b[31m", "output": "one", "labels": {}}],

@@ -43,10 +43,10 @@ class _Tags(HTMLParser):
 
 def _hostile_batch(tmp_path) -> tuple[Store, str]:
     store = Store(tmp_path / "r.db")
-    store.save_rubric_version(
+    store.rubrics.save_version(
         f"poems {SCRIPT}", f"- Three lines {IMG} {{lines == 3}}\n- Mentions rain {{regex: rain}}"
     )
-    [version] = store.rubric_versions(f"poems {SCRIPT}")
+    [version] = store.rubrics.versions(f"poems {SCRIPT}")
     rows = [
         {"input": f"Write {SCRIPT}", "output": f"a\nb\nrain {IMG}", "labels": {}},
         {"input": f"</details></td></tr></table>{IMG}", "output": SCRIPT, "labels": {}},
@@ -94,8 +94,8 @@ def test_report_of_a_batch_names_its_figures_and_inputs(tmp_path):
     ran = runner.invoke(cli, ["batch", "--scenario", SCENARIO, "--input-file", str(inputs), *args])
     assert ran.exit_code == 0, ran.output
     with Store(db) as store:
-        [batch] = store.list_batches()
-        [run] = store.batch_runs(batch["batch_id"])
+        [batch] = store.runs.batches()
+        [run] = store.runs.of_batch(batch["batch_id"])
     result = runner.invoke(
         cli, ["report", "--batch", batch["batch_id"], "--output", str(output), *args]
     )
@@ -137,12 +137,12 @@ def test_report_of_an_experiment_against_another(tmp_path):
         == 0
     )
     with Store(db) as store:
-        [batch] = store.list_batches()
+        [batch] = store.runs.batches()
     for _ in range(2):
         regrade = ["regrade", "--batch", batch["batch_id"], "--grader", f"replay:{SCENARIO}"]
         assert runner.invoke(cli, [*regrade, *args]).exit_code == 0
     with Store(db) as store:
-        b, a = (e["id"] for e in store.list_experiments())
+        b, a = (e["id"] for e in store.experiments.find())
     result = runner.invoke(
         cli, ["report", "--experiment", str(a), "--against", str(b), "--output", str(output), *args]
     )

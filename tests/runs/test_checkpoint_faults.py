@@ -27,7 +27,7 @@ def _models(passes: int) -> tuple[ReplayChatModel, ReplayChatModel]:
 
 def _spec(store: Store, passes: int) -> RunSpec:
     return RunSpec(
-        rubric_version_id=store.save_rubric_version("article", RUBRIC)["id"],
+        rubric_version_id=store.rubrics.save_version("article", RUBRIC)["id"],
         input="Write a short article about tides.",
         agent_model="replay:needs_revision_then_satisfied",
         grader_model="replay:needs_revision_then_satisfied",
@@ -63,7 +63,7 @@ def test_a_full_checkpoint_disk_names_the_checkpoint_store_and_the_pass(tmp_path
             agent_llm=agent, grader_llm=grader,
         )  # fmt: skip
         assert handle.wait(60)
-        run = store.get_run(handle.run_id)
+        run = store.runs.get(handle.run_id)
     assert run["status"] == "error"
     error = run["error"]
     assert error.startswith(f"the run's checkpoint store {tmp_path / 'studio.db'}.checkpoints.sqlite failed after grading pass 1"), error  # fmt: skip
@@ -76,8 +76,8 @@ def test_every_log_line_of_the_loop_names_the_run_and_grading_run(tmp_path, capl
         agent, grader = _models(2)
         handle = start_run(store, _spec(store, 2), agent_llm=agent, grader_llm=grader)
         assert handle.wait(60)
-        run = store.get_run(handle.run_id)
-        (grading_run,) = {p["grading_run_id"] for p in store.run_evaluations(handle.run_id)}
+        run = store.runs.get(handle.run_id)
+        (grading_run,) = {p["grading_run_id"] for p in store.passes.of_run(handle.run_id)}
     assert run["status"] == "max_iterations_reached"
     loop_lines = [
         r.getMessage() for r in caplog.records if r.name.startswith("rubric_core.middleware")

@@ -31,7 +31,7 @@ WAIT_S = 60
 
 
 def _version(store: Store, text: str = RUBRIC, name: str = "article") -> int:
-    return store.save_rubric_version(name, text)["id"]
+    return store.rubrics.save_version(name, text)["id"]
 
 
 def _spec(version_id: int, **overrides: Any) -> RunSpec:
@@ -47,7 +47,7 @@ def _spec(version_id: int, **overrides: Any) -> RunSpec:
 
 def _scenario_spec(store: Store, name: str, **overrides: Any) -> RunSpec:
     scenario = load_scenario(name)
-    version_id = store.save_rubric_version(f"scenario-{name}", scenario["rubric"])["id"]
+    version_id = store.rubrics.save_version(f"scenario-{name}", scenario["rubric"])["id"]
     values: dict[str, Any] = {
         "rubric_version_id": version_id,
         "input": scenario["input"],
@@ -121,7 +121,7 @@ def test_validate_spec_reports_missing_api_key(store, monkeypatch):
 def test_invalid_spec_creates_no_run(store):
     with pytest.raises(SpecError):
         start_run(store, _spec(_version(store), input=""))
-    assert store.count_runs() == 0
+    assert store.runs.count() == 0
 
 
 # --------------------------------------------------------------------------- scenarios
@@ -133,7 +133,7 @@ def test_scenario_ends_in_its_expected_status_and_is_stored(store, scenario):
     run = run_once(store, _scenario_spec(store, scenario))
 
     assert run["status"] == expected, run.get("error")
-    evaluations = store.run_evaluations(run["id"])
+    evaluations = store.passes.of_run(run["id"])
     assert evaluations, "every scenario is graded at least once"
     assert run["iterations"] == len(evaluations)
     assert [e["iteration"] for e in evaluations] == list(range(len(evaluations)))
@@ -144,7 +144,7 @@ def test_scenario_ends_in_its_expected_status_and_is_stored(store, scenario):
     for evaluation in evaluations:
         if evaluation["result"] != "grader_error":
             assert [c["name"] for c in evaluation["criteria"]] == criteria
-    transcript = store.transcript(run["id"])
+    transcript = store.runs.transcript(run["id"])
     assert transcript[0]["role"] in ("human", "user")
     assert transcript[0]["content"] == load_scenario(scenario)["input"]
     assert run["agent_input_tokens"] > 0 and run["agent_output_tokens"] > 0
@@ -167,7 +167,7 @@ def test_basic_agent_run_revises_until_satisfied(store):
     assert run["status"] == "satisfied"
     assert run["iterations"] == 2
     assert run["final_output"] == "Tides\n\nThe moon pulls (NOAA)."
-    first, second = store.run_evaluations(run["id"])
+    first, second = store.passes.of_run(run["id"])
     assert first["criteria"][1] == {
         "name": "cites a source",
         "passed": False,
@@ -175,7 +175,7 @@ def test_basic_agent_run_revises_until_satisfied(store):
     }
     assert second["result"] == "satisfied"
     assert first["draft"] == "Tides\n\nThe moon pulls the sea."
-    grader_messages = [m for m in store.transcript(run["id"]) if m["is_grader"]]
+    grader_messages = [m for m in store.runs.transcript(run["id"]) if m["is_grader"]]
     assert len(grader_messages) == 1
     assert "add a source for the claim" in grader_messages[0]["content"]
 
@@ -191,7 +191,7 @@ def test_deep_agent_run_is_graded_and_stored(store):
     assert run["status"] == "satisfied"
     assert run["agent_kind"] == "deep"
     assert run["final_output"] == "Tides\n\nThe moon pulls the sea (NOAA)."
-    assert len(store.run_evaluations(run["id"])) == 1
+    assert len(store.passes.of_run(run["id"])) == 1
 
 
 def test_agent_tokens_exclude_the_grader(store):
@@ -199,7 +199,7 @@ def test_agent_tokens_exclude_the_grader(store):
     grader = _grader(verdict_turn("satisfied", [TITLE_OK, SOURCE_OK], "Good."))
     run = run_once(store, _spec(_version(store)), agent_llm=agent, grader_llm=grader)
     assert run["agent_output_tokens"] == len("Tides\n\nThe moon (NOAA).") // 4
-    evaluation = store.run_evaluations(run["id"])[0]
+    evaluation = store.passes.of_run(run["id"])[0]
     assert run["grader_output_tokens"] == evaluation["grader_output_tokens"] > 0
 
 
@@ -230,8 +230,8 @@ def test_each_pass_is_committed_before_the_loop_goes_on(store):
 
     def on_evaluation(evaluation: dict[str, Any]) -> None:
         # Read back through the store while the run is still going (the only run).
-        run_id = store.list_runs(limit=1)[0]["id"]
-        seen.append(len(store.run_evaluations(run_id)))
+        run_id = store.runs.find(limit=1)[0]["id"]
+        seen.append(len(store.passes.of_run(run_id)))
 
     handle = start_run(
         store,
@@ -265,12 +265,12 @@ def test_stop_marks_the_run_interrupted_and_keeps_graded_passes(store):
         ),
     )
     assert handle.wait(WAIT_S)
-    run = store.get_run(handle.run_id)
+    run = store.runs.get(handle.run_id)
     assert run["status"] == "interrupted"
-    evaluations = store.run_evaluations(handle.run_id)
+    evaluations = store.passes.of_run(handle.run_id)
     assert len(evaluations) == 1
     assert evaluations[0]["result"] == "needs_revision"
-    assert [m["content"] for m in store.transcript(handle.run_id)][:2] == [
+    assert [m["content"] for m in store.runs.transcript(handle.run_id)][:2] == [
         "Write a short article about tides.",
         "draft one",
     ]
@@ -293,9 +293,9 @@ def test_agent_model_raising_mid_run_ends_in_error_with_passes_kept(store):
     assert run["status"] == "error"
     assert "RuntimeError" in run["error"]
     assert "provider exploded: 503 upstream unavailable" in run["error"]
-    evaluations = store.run_evaluations(run["id"])
+    evaluations = store.passes.of_run(run["id"])
     assert len(evaluations) == 1 and evaluations[0]["result"] == "needs_revision"
-    assert store.transcript(run["id"])
+    assert store.runs.transcript(run["id"])
 
 
 def test_a_transcript_that_cannot_be_stored_ends_the_run_in_error_with_its_passes(
@@ -314,11 +314,11 @@ def test_a_transcript_that_cannot_be_stored_ends_the_run_in_error_with_its_passe
     assert run["status"] == "error"
     assert "saving the transcript failed" in run["error"]
     assert "transcript row refused" in run["error"]
-    assert [e["result"] for e in store.run_evaluations(run["id"])] == [
+    assert [e["result"] for e in store.passes.of_run(run["id"])] == [
         "needs_revision",
         "satisfied",
     ]
-    assert store.transcript(run["id"]) == []
+    assert store.runs.transcript(run["id"]) == []
 
 
 def test_handle_exposes_the_error(store):
@@ -334,7 +334,7 @@ def test_handle_exposes_the_error(store):
     assert handle.wait(WAIT_S)
     assert handle.status == "error"
     assert handle.error == "ValueError: bad gateway"
-    assert store.run_evaluations(handle.run_id) == []
+    assert store.passes.of_run(handle.run_id) == []
 
 
 # --------------------------------------------------------------------------- resume
@@ -364,20 +364,20 @@ def test_resume_after_interruption_continues_the_same_grading_run(store):
         grader_llm=grader,
     )
     assert handle.wait(WAIT_S)
-    assert store.get_run(handle.run_id)["status"] == "interrupted"
+    assert store.runs.get(handle.run_id)["status"] == "interrupted"
 
     # A fresh process would build fresh models whose scripts start at turn 0.
     agent, grader = models()
     resumed = resume_run(store, handle.run_id, agent_llm=agent, grader_llm=grader)
     assert resumed.run_id == handle.run_id
     assert resumed.wait(WAIT_S)
-    run = store.get_run(handle.run_id)
+    run = store.runs.get(handle.run_id)
     assert run["status"] == "satisfied", run["error"]
     assert run["final_output"] == "draft two (NOAA)"
-    evaluations = store.run_evaluations(handle.run_id)
+    evaluations = store.passes.of_run(handle.run_id)
     assert [e["iteration"] for e in evaluations] == [0, 1]
     assert len({e["grading_run_id"] for e in evaluations}) == 1
-    contents = [m["content"] for m in store.transcript(handle.run_id)]
+    contents = [m["content"] for m in store.runs.transcript(handle.run_id)]
     assert contents.count("draft one") == 1
     assert contents[-1] == "draft two (NOAA)"
 
@@ -387,11 +387,11 @@ def test_resume_with_scenario_models_from_the_stored_spec(store):
     stop = threading.Event()
     handle = start_run(store, spec, stop_event=stop, on_evaluation=lambda e: stop.set())
     assert handle.wait(WAIT_S)
-    assert store.get_run(handle.run_id)["status"] == "interrupted"
+    assert store.runs.get(handle.run_id)["status"] == "interrupted"
 
     resumed = resume_run(store, handle.run_id)
     assert resumed.wait(WAIT_S)
-    run = store.get_run(handle.run_id)
+    run = store.runs.get(handle.run_id)
     assert run["status"] == "satisfied", run["error"]
     assert run["iterations"] == 2
 
@@ -447,7 +447,7 @@ def test_killed_process_keeps_its_passes_and_the_run_resumes(tmp_path):
     db = tmp_path / "killed.db"
     scenario = load_scenario("needs_revision_then_satisfied")
     with Store(db) as setup:
-        setup.save_rubric_version("release", scenario["rubric"])
+        setup.rubrics.save_version("release", scenario["rubric"])
     slow = "replay:needs_revision_then_satisfied?latency_s=0.5"
     process = subprocess.Popen(
         [sys.executable, "-m", "rubric_core", "run", "--rubric", "release",
@@ -461,8 +461,8 @@ def test_killed_process_keeps_its_passes_and_the_run_resumes(tmp_path):
         with Store(db) as watcher:
             deadline = time.monotonic() + WAIT_S
             while time.monotonic() < deadline:
-                runs = watcher.list_runs(limit=1)
-                if runs and watcher.run_evaluations(runs[0]["id"]):
+                runs = watcher.runs.find(limit=1)
+                if runs and watcher.passes.of_run(runs[0]["id"]):
                     break
                 time.sleep(0.02)
             else:
@@ -475,18 +475,18 @@ def test_killed_process_keeps_its_passes_and_the_run_resumes(tmp_path):
             process.wait()
 
     with Store(db) as store:
-        run = store.list_runs(limit=1)[0]
+        run = store.runs.find(limit=1)[0]
         if run["status"] == "satisfied":
             pytest.skip("the run finished before the kill landed (machine too slow to race)")
         assert run["status"] == "interrupted"
-        kept = store.run_evaluations(run["id"])
+        kept = store.passes.of_run(run["id"])
         assert kept and kept[0]["result"] == "needs_revision"
 
         handle = resume_run(store, run["id"])
         assert handle.wait(WAIT_S)
-        finished = store.get_run(run["id"])
+        finished = store.runs.get(run["id"])
         assert finished["status"] == "satisfied", finished["error"]
-        evaluations = store.run_evaluations(run["id"])
+        evaluations = store.passes.of_run(run["id"])
         assert [e["iteration"] for e in evaluations] == [0, 1]
         assert len({e["grading_run_id"] for e in evaluations}) == 1
 
@@ -506,7 +506,7 @@ def test_a_replay_run_does_not_import_provider_sdks(tmp_path):
         "from rubric_core.store import Store\n"
         "s = load_scenario('needs_revision_then_satisfied')\n"
         f"store = Store(Path({str(tmp_path)!r}) / 'r.db')\n"
-        "v = store.save_rubric_version('r', s['rubric'])['id']\n"
+        "v = store.rubrics.save_version('r', s['rubric'])['id']\n"
         "m = 'replay:needs_revision_then_satisfied'\n"
         "run = run_once(store, RunSpec(v, s['input'], m, m))\n"
         "assert run['status'] == 'satisfied', run\n"

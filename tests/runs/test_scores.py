@@ -17,7 +17,7 @@ SCENARIO = "release_note_regression"
 
 def _spec(store: Store, **overrides) -> RunSpec:
     scenario = load_scenario(SCENARIO)
-    version_id = store.save_rubric_version("release-note", scenario["rubric"])["id"]
+    version_id = store.rubrics.save_version("release-note", scenario["rubric"])["id"]
     values = {
         "rubric_version_id": version_id,
         "input": scenario["input"],
@@ -36,7 +36,7 @@ def test_regression_scenario_stores_scores_regressions_and_the_kept_draft(store,
     run = run_once(store, _spec(store, keep=keep))
     assert run["status"] == "max_iterations_reached"
     assert run["keep"] == keep
-    passes = store.run_evaluations(run["id"])
+    passes = store.passes.of_run(run["id"])
     assert [round(p["score"], 3) for p in passes] == [0.667, 0.5, 0.167]
     assert passes[0]["regressions"] == []
     assert passes[1]["regressions"] == [{"name": "Gives the release date", "passed_in": 1}]
@@ -65,7 +65,7 @@ def test_regression_scenario_stores_scores_regressions_and_the_kept_draft(store,
 @pytest.mark.both_backends
 def test_keep_survives_spec_from_run_and_is_validated(store):
     run = run_once(store, _spec(store, keep="best"))
-    assert spec_from_run(store.get_run(run["id"])).keep == "best"
+    assert spec_from_run(store.runs.get(run["id"])).keep == "best"
     with pytest.raises(SpecError, match="keep: must be 'last' or 'best', got 'worst'"):
         validate_spec(_spec(store, keep="worst"), store)
 

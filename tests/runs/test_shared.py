@@ -16,7 +16,7 @@ WAIT_S = 60
 
 def _spec(store: Store, latency_s: float = 0.0) -> RunSpec:
     scenario = load_scenario(SCENARIO)
-    version = store.save_rubric_version("shared", scenario["rubric"])["id"]
+    version = store.rubrics.save_version("shared", scenario["rubric"])["id"]
     model = f"replay:{SCENARIO}" + (f"?latency_s={latency_s}" if latency_s else "")
     return RunSpec(
         rubric_version_id=version,
@@ -48,12 +48,12 @@ def test_each_run_of_a_shared_agent_replays_its_script_and_keeps_its_passes(tmp_
         runs = [run_once(store, spec.with_input(f"input {n}")) for n in range(3)]
         for run in runs:
             assert run["status"] == "satisfied"
-            passes = store.run_evaluations(run["id"])
+            passes = store.passes.of_run(run["id"])
             assert [(p["iteration"], p["result"]) for p in passes] == [
                 (0, "needs_revision"),
                 (1, "satisfied"),
             ]
-        grading_runs = {p["grading_run_id"] for r in runs for p in store.run_evaluations(r["id"])}
+        grading_runs = {p["grading_run_id"] for r in runs for p in store.passes.of_run(r["id"])}
         assert len(grading_runs) == 3
 
 
@@ -67,4 +67,4 @@ def test_stopping_one_run_of_a_shared_agent_leaves_the_other_running(tmp_path):
         assert stopped.wait(WAIT_S) and kept.wait(WAIT_S)
         assert stopped.status == "interrupted"
         assert kept.status == "satisfied"
-        assert [p["iteration"] for p in store.run_evaluations(kept.run_id)] == [0, 1]
+        assert [p["iteration"] for p in store.passes.of_run(kept.run_id)] == [0, 1]

@@ -41,7 +41,7 @@ NUL_TEXTS = ("a\x00b", "\x00", "keeps \ufdd0 and \ufdd00 and \ufdd0\ufdd0\x00 ap
 
 def _spec(store: Store, **overrides: Any) -> RunSpec:
     values: dict[str, Any] = {
-        "rubric_version_id": store.save_rubric_version("article", RUBRIC)["id"],
+        "rubric_version_id": store.rubrics.save_version("article", RUBRIC)["id"],
         "input": "Write a short article about tides.",
         "agent_model": "replay:needs_revision_then_satisfied",
         "grader_model": "replay:needs_revision_then_satisfied",
@@ -69,30 +69,30 @@ def _three_passes() -> tuple[ReplayChatModel, ReplayChatModel]:
 
 @pytest.mark.both_backends
 def test_text_with_nul_characters_is_stored_and_read_back_as_given(store):
-    version = store.save_rubric_version("nul", RUBRIC)
+    version = store.rubrics.save_version("nul", RUBRIC)
     run_id = new_run(store, version["id"], input="ask\x00me", batch_id="b\x00", input_index=0)
     for iteration, text in enumerate(NUL_TEXTS):
         evaluation = make_evaluation(
             grading_run_id="g", iteration=iteration, explanation=text, draft=text,
             verdicts=[TITLE, ("cites a source", False, text)],
         )  # fmt: skip
-        store.record_evaluation(run_id, evaluation)
+        store.passes.record(run_id, evaluation)
     messages = [HumanMessage("q\x00"), AIMessage("a\x00", name="n\x00"), ToolMessage("t\x00", tool_call_id="c\x00")]  # fmt: skip
-    store.save_transcript(run_id, messages)
-    store.finish_run(run_id, status="error", final_output="out\x00put", error="err\x00")
+    store.runs.save_transcript(run_id, messages)
+    store.runs.finish(run_id, status="error", final_output="out\x00put", error="err\x00")
 
-    passes = store.run_evaluations(run_id)
+    passes = store.passes.of_run(run_id)
     assert [p["explanation"] for p in passes] == list(NUL_TEXTS)
     assert [p["draft"] for p in passes] == list(NUL_TEXTS)
     assert [p["criteria"][1]["gap"] for p in passes] == list(NUL_TEXTS)
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert (run["input"], run["final_output"], run["error"]) == (
         "ask\x00me",
         "out\x00put",
         "err\x00",
     )
-    assert store.list_runs(batch_id="b\x00")[0]["id"] == run_id  # a filter matches it too
-    stored = store.transcript(run_id)
+    assert store.runs.find(batch_id="b\x00")[0]["id"] == run_id  # a filter matches it too
+    stored = store.runs.transcript(run_id)
     assert [m["content"] for m in stored] == ["q\x00", "a\x00", "t\x00"]
     assert (stored[1]["name"], stored[2]["tool_call_id"]) == ("n\x00", "c\x00")
     [streamed] = list(store.stream_rows("SELECT draft FROM evaluations WHERE iteration = 2"))
@@ -108,17 +108,17 @@ def test_a_run_whose_answer_and_verdict_hold_nul_ends_properly(store):
     run = run_once(store, _spec(store), agent_llm=agent, grader_llm=grader)
     assert run["status"] == "satisfied", run["error"]
     assert run["final_output"] == "Tides\x00 (NOAA)"
-    [graded] = store.run_evaluations(run["id"])
+    [graded] = store.passes.of_run(run["id"])
     assert (graded["draft"], graded["explanation"]) == ("Tides\x00 (NOAA)", "fine\x00")
-    assert "Tides\x00 (NOAA)" in [m["content"] for m in store.transcript(run["id"])]
+    assert "Tides\x00 (NOAA)" in [m["content"] for m in store.runs.transcript(run["id"])]
 
 
 def test_rubric_names_and_tags_with_nul_are_refused_by_name(store):
     with pytest.raises(StoreError, match="rubric name contains a NUL character"):
-        store.save_rubric_version("bad\x00name", RUBRIC)
+        store.rubrics.save_version("bad\x00name", RUBRIC)
     with pytest.raises(StoreError, match="tag contains a NUL character"):
-        store.save_rubric_version("good", RUBRIC, tags=["t\x00"])
-    assert store.list_rubrics() == []
+        store.rubrics.save_version("good", RUBRIC, tags=["t\x00"])
+    assert store.rubrics.find() == []
 
 
 # --- 2. a pass that cannot be written ------------------------------------------------------
@@ -166,22 +166,22 @@ def test_a_pass_locked_out_stops_the_run_and_resume_grades_it(tmp_path):
             agent_llm=agent, grader_llm=grader,
         )  # fmt: skip
         assert handle.wait(WAIT_S)
-        run = store.get_run(handle.run_id)
+        run = store.runs.get(handle.run_id)
         # The loop stopped at the pass it could not store: no later pass was graded.
-        assert [p["iteration"] for p in store.run_evaluations(handle.run_id)] == [0]
+        assert [p["iteration"] for p in store.passes.of_run(handle.run_id)] == [0]
         assert run["status"] == "error"
         assert "grading pass 2 could not be stored" in run["error"]
         assert "is locked by another writer" in run["error"] and "tried 4 times" in run["error"]
-        answers = [m for m in store.transcript(handle.run_id) if m["role"] == "ai"]
+        answers = [m for m in store.runs.transcript(handle.run_id) if m["role"] == "ai"]
         assert [m["content"] for m in answers] == ["draft 0", "draft 1"]
         assert lock.given_up
 
         agent, grader = _three_passes()  # a fresh process's models
         resumed = resume_run(store, handle.run_id, agent_llm=agent, grader_llm=grader)
         assert resumed.wait(WAIT_S)
-        run = store.get_run(handle.run_id)
+        run = store.runs.get(handle.run_id)
         assert run["status"] == "satisfied", run["error"]
-        passes = store.run_evaluations(handle.run_id)
+        passes = store.passes.of_run(handle.run_id)
         assert [p["iteration"] for p in passes] == [0, 1, 2]
         assert [p["explanation"] for p in passes] == ["verdict 0", "verdict 1", "verdict 2"]
         assert len({p["grading_run_id"] for p in passes}) == 1
@@ -205,13 +205,13 @@ def test_resume_stores_a_pass_the_checkpoint_kept_but_the_store_lost(store):
         conn.execute("DELETE FROM criterion_results WHERE run_id = ?", (run["id"],))
         conn.execute("DELETE FROM evaluations WHERE run_id = ? AND iteration = 0", (run["id"],))
         conn.execute("UPDATE runs SET iterations = 1 WHERE id = ?", (run["id"],))
-    store.finish_run(run["id"], status="error", error="storing grading pass 0 failed")
+    store.runs.finish(run["id"], status="error", error="storing grading pass 0 failed")
 
     agent, grader = _models()
     assert resume_run(store, run["id"], agent_llm=agent, grader_llm=grader).wait(WAIT_S)
-    run = store.get_run(run["id"])
+    run = store.runs.get(run["id"])
     assert run["status"] == "satisfied", run["error"]
-    passes = store.run_evaluations(run["id"])
+    passes = store.passes.of_run(run["id"])
     assert [(p["iteration"], p["explanation"]) for p in passes] == [(0, "verdict 0"), (1, "verdict 1")]  # fmt: skip
     assert run["iterations"] == 2
 
@@ -263,15 +263,15 @@ _FULL_DISK_CHILD = textwrap.dedent(
     from rubric_core.store.retry import WriteRetry, retry_write
 
     store = Store(sys.argv[1])
-    version = store.save_rubric_version("full", "- has a title\\n- cites a source")
+    version = store.rubrics.save_version("full", "- has a title\\n- cites a source")
     run_id = new_run(store, version["id"])
-    store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=0))
+    store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=0))
     print(run_id, flush=True)
     # The disk is full: no file of this process may grow past 64 KiB from here on.
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
     big = make_evaluation(grading_run_id="g", iteration=1, draft="x" * 1_000_000)
     try:
-        retry_write(lambda: store.record_evaluation(run_id, big), what="pass 2",
+        retry_write(lambda: store.passes.record(run_id, big), what="pass 2",
                     policy=WriteRetry(attempts=2, first_wait_s=0, max_wait_s=0))
     except StoreError as exc:
         print(exc.kind, exc, flush=True)
@@ -292,7 +292,7 @@ def test_a_full_disk_is_an_io_error_retried_then_reported_and_nothing_stored_is_
     assert error_line.startswith("io database ")
     assert "could not be written" in error_line and "(tried 2 times)" in error_line
     with Store(path) as store:
-        assert [p["iteration"] for p in store.run_evaluations(int(run_line))] == [0]
+        assert [p["iteration"] for p in store.passes.of_run(int(run_line))] == [0]
 
 
 def _disk_full(*args: Any, **kwargs: Any) -> None:
@@ -300,10 +300,12 @@ def _disk_full(*args: Any, **kwargs: Any) -> None:
 
 
 def test_cli_run_on_a_full_disk_prints_an_error_status_never_running(tmp_path, monkeypatch):
+    from rubric_core.store.queries.passes import Passes
+    from rubric_core.store.queries.runs import Runs
     from rubric_core.store.retry import WriteRetry
 
-    monkeypatch.setattr(Store, "record_evaluation", _disk_full)
-    monkeypatch.setattr(Store, "finish_run", _disk_full)
+    monkeypatch.setattr(Passes, "record", _disk_full)
+    monkeypatch.setattr(Runs, "finish", _disk_full)
     monkeypatch.setattr("rubric_core.store.retry.DEFAULT_WRITE_RETRY", WriteRetry(2, 0, 0))
     result = CliRunner().invoke(
         cli, ["run", "--scenario", "satisfied_first_try", "--db", str(tmp_path / "cli.db")]
@@ -315,7 +317,7 @@ def test_cli_run_on_a_full_disk_prints_an_error_status_never_running(tmp_path, m
     assert "grading pass 1 could not be stored" in result.output
     assert "could not be written (database or disk is full)" in result.output
     with Store(tmp_path / "cli.db") as store:
-        assert store.run_evaluations(store.list_runs()[0]["id"]) == []
+        assert store.passes.of_run(store.runs.find()[0]["id"]) == []
 
 
 # --- 3. the write-ahead log and backups ----------------------------------------------------
@@ -340,11 +342,11 @@ def _rubric_names(path: Path) -> list[str]:
 def test_closing_the_store_merges_the_log_though_a_reader_closes_last(tmp_path):
     path = tmp_path / "studio.db"
     store = Store(path)
-    store.save_rubric_version("kept", RUBRIC)
-    reader = threading.Thread(target=store.list_rubrics)  # a reader of another thread
+    store.rubrics.save_version("kept", RUBRIC)
+    reader = threading.Thread(target=store.rubrics.find)  # a reader of another thread
     reader.start()
     reader.join()
-    store.list_rubrics()
+    store.rubrics.find()
     store.close()
     assert _rubric_names(_copy_alone(path, tmp_path)) == ["kept"]
 
@@ -353,10 +355,10 @@ def test_the_log_is_merged_while_the_store_is_open(tmp_path, monkeypatch):
     monkeypatch.setattr(connection, "CHECKPOINT_INTERVAL_S", 0.0)  # after every commit
     path = tmp_path / "studio.db"
     with Store(path) as store:
-        store.save_rubric_version("kept", RUBRIC)
+        store.rubrics.save_version("kept", RUBRIC)
         # The writer merges after a commit and before its next job: once this second
         # write is done, the first one is in the file.
-        store.set_rubric_tags("kept", ["merged"])
+        store.rubrics.set_tags("kept", ["merged"])
         assert "kept" in _rubric_names(_copy_alone(path, tmp_path))
 
 
@@ -364,7 +366,7 @@ def test_an_idle_store_merges_its_log_without_another_write(tmp_path, monkeypatc
     monkeypatch.setattr(connection, "CHECKPOINT_INTERVAL_S", 0.05)
     path = tmp_path / "studio.db"
     with Store(path) as store:
-        store.save_rubric_version("kept", RUBRIC)
+        store.rubrics.save_version("kept", RUBRIC)
         merged = threading.Event()
         for _ in range(200):  # up to 10 s; the writer merges 0.05 s after going idle
             if "kept" in _rubric_names(_copy_alone(path, tmp_path)):
@@ -380,7 +382,7 @@ def test_backup_command_copies_a_store_in_use_into_one_file(tmp_path):
     dest.parent.mkdir()
     with Store(path) as store:
         run = run_once(store, _spec(store), agent_llm=_three_passes()[0], grader_llm=_three_passes()[1])  # fmt: skip
-        store.save_rubric_version("later", RUBRIC)  # still in the log while the store is open
+        store.rubrics.save_version("later", RUBRIC)  # still in the log while the store is open
         result = CliRunner().invoke(cli, ["backup", str(dest), "--db", str(path)])
         assert result.exit_code == 0, result.output
         assert f"Backed up {path} to {dest}" in result.output
@@ -390,7 +392,7 @@ def test_backup_command_copies_a_store_in_use_into_one_file(tmp_path):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     assert _rubric_names(_copy_alone(dest, tmp_path)) == ["article", "later"]
     with Store(dest) as copy:
-        assert [p["iteration"] for p in copy.run_evaluations(run["id"])] == [0, 1, 2]
+        assert [p["iteration"] for p in copy.passes.of_run(run["id"])] == [0, 1, 2]
 
     again = CliRunner().invoke(cli, ["backup", str(dest), "--db", str(path)])
     assert again.exit_code == 2
@@ -432,7 +434,7 @@ def test_a_store_a_newer_version_migrated_is_read_but_never_written(db_target):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     with Store(db_target) as store:
-        version = store.save_rubric_version("kept", RUBRIC)
+        version = store.rubrics.save_version("kept", RUBRIC)
         run_id = new_run(store, version["id"])
         # Owned by a process that has exited: opening would mark the run interrupted.
         store._backend.write(lambda tx: tx.run("UPDATE runs SET pid = ?", (gone.pid,)))
@@ -441,17 +443,17 @@ def test_a_store_a_newer_version_migrated_is_read_but_never_written(db_target):
         [m.name for m in MIGRATIONS._migrations] if "://" not in db_target else [n for n, _ in PG_MIGRATIONS]
     )  # fmt: skip
     with Store(db_target) as store:
-        assert [r["name"] for r in store.list_rubrics()] == ["kept"]  # reading works
+        assert [r["name"] for r in store.rubrics.find()] == ["kept"]  # reading works
         with pytest.raises(StoreError) as refused:
-            store.save_rubric_version("new", RUBRIC)
+            store.rubrics.save_version("new", RUBRIC)
         assert refused.value.kind == "version"
         assert _FUTURE_STEP in str(refused.value) and newest_known in str(refused.value)
         shown = store_error_message(refused.value, store.url)  # what the dashboard says
         assert "can be browsed, but nothing can be saved until" in shown
         with pytest.raises(StoreError, match=_FUTURE_STEP):
-            store.finish_run(run_id, status="error", error="x")
-        assert store.get_run(run_id)["status"] == "running"
-        assert [r["name"] for r in store.list_rubrics()] == ["kept"]
+            store.runs.finish(run_id, status="error", error="x")
+        assert store.runs.get(run_id)["status"] == "running"
+        assert [r["name"] for r in store.rubrics.find()] == ["kept"]
 
 
 def test_cli_run_on_a_newer_store_is_one_error_line_naming_both_versions(tmp_path):
@@ -492,5 +494,5 @@ def test_deleting_the_file_mid_run_stops_it_with_a_status_line(tmp_path, monkeyp
     [recovered] = tmp_path.glob("doomed.recovered-*.db")
     assert str(recovered) in result.output
     with Store(recovered) as rescued:
-        [run] = rescued.list_runs()
-        assert [p["iteration"] for p in rescued.run_evaluations(run["id"])] == [0]
+        [run] = rescued.runs.find()
+        assert [p["iteration"] for p in rescued.passes.of_run(run["id"])] == [0]

@@ -48,11 +48,11 @@ def test_a_run_row_created_not_durable_is_committed_and_read_by_another_store(
     run_id = new_run(store, rubric_version["id"], durable=False)
     other = Store(db_target)
     try:
-        assert other.get_run(run_id)["status"] == "running"
+        assert other.runs.get(run_id)["status"] == "running"
     finally:
         other.close()
-    store.record_evaluation(run_id, make_evaluation())
-    assert store.get_run(run_id)["iterations"] == 1
+    store.passes.record(run_id, make_evaluation())
+    assert store.runs.get(run_id)["iterations"] == 1
 
 
 def test_concurrent_writes_share_an_fsync_when_one_of_them_is_durable(tmp_path):
@@ -99,7 +99,7 @@ def test_a_run_fsyncs_each_pass_and_its_end_but_not_its_creation(tmp_path, monke
     store = Store(tmp_path / "s.db")
     try:
         scenario = load_scenario("needs_revision_then_satisfied")
-        version = store.save_rubric_version("s", scenario["rubric"])["id"]
+        version = store.rubrics.save_version("s", scenario["rubric"])["id"]
         spec = RunSpec(
             rubric_version_id=version,
             input=scenario["input"],
@@ -126,7 +126,7 @@ def test_a_run_that_ends_before_any_pass_is_still_stored_durably(tmp_path):
     """A stopped run with nothing graded: its end is fsynced, which flushes its row."""
     store = Store(tmp_path / "s.db")
     try:
-        version = store.save_rubric_version("r", "- has a title")["id"]
+        version = store.rubrics.save_version("r", "- has a title")["id"]
         stop = threading.Event()
         stop.set()
         handle = start_run(
@@ -140,12 +140,12 @@ def test_a_run_that_ends_before_any_pass_is_still_stored_durably(tmp_path):
             stop_event=stop,
         )
         assert handle.wait(WAIT_S)
-        assert store.get_run(handle.run_id)["status"] == "interrupted"
+        assert store.runs.get(handle.run_id)["status"] == "interrupted"
     finally:
         store.close()
     reopened = Store(tmp_path / "s.db")
     try:
-        assert reopened.get_run(handle.run_id)["status"] == "interrupted"
+        assert reopened.runs.get(handle.run_id)["status"] == "interrupted"
     finally:
         reopened.close()
 
@@ -165,7 +165,7 @@ def test_a_run_agent_wraps_each_model_call_in_one_middleware(tmp_path, monkeypat
     monkeypatch.setattr(factory, "traceable", counting)
     store = Store(tmp_path / "s.db")
     try:
-        version = store.save_rubric_version("r", "- has a title")["id"]
+        version = store.rubrics.save_version("r", "- has a title")["id"]
         spec = RunSpec(version, "x", "replay:haiku", "replay:haiku")
         agent = build_agent(spec, stop_event=threading.Event())
     finally:

@@ -19,11 +19,11 @@ pytestmark = pytest.mark.both_backends
 def _expected(store: Store, filters: RunFilters, *, final_only: bool = False) -> list[tuple]:
     """Pass rates computed in Python from every stored pass of the matching runs."""
     runs: list[dict[str, Any]] = []
-    while chunk := store.list_runs(filters=filters, limit=500, offset=len(runs)):
+    while chunk := store.runs.find(filters=filters, limit=500, offset=len(runs)):
         runs.extend(chunk)
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 10**9])
     for run in runs:
-        passes = store.run_evaluations(run["id"])
+        passes = store.passes.of_run(run["id"])
         for evaluation in passes[-1:] if final_only else passes:
             for position, verdict in enumerate(evaluation["criteria"]):
                 row = counts[verdict["name"]]
@@ -35,7 +35,7 @@ def _expected(store: Store, filters: RunFilters, *, final_only: bool = False) ->
 
 
 def _rates(store: Store, filters: RunFilters, *, final_only: bool = False) -> list[tuple]:
-    rows = store.criterion_pass_rates(filters, final_only=final_only)
+    rows = store.passes.criterion_pass_rates(filters, final_only=final_only)
     for row in rows:
         assert row["pass_rate"] == pytest.approx(row["passed"] / row["total"])
     return [(row["criterion"], row["passed"], row["total"]) for row in rows]
@@ -61,9 +61,9 @@ def _counts_from_verdicts(store: Store) -> list[tuple]:
 
 def _fill(store: Store) -> dict[str, Any]:
     """Two rubrics, three versions, runs of two models in two batches, several passes each."""
-    haiku1 = store.save_rubric_version("haiku", "- three lines\n- 5-7-5\n- about rain")
-    haiku2 = store.save_rubric_version("haiku", "- three lines\n- 5-7-5\n- mentions water")
-    essay = store.save_rubric_version("essay", "- has a title\n- cites a source")
+    haiku1 = store.rubrics.save_version("haiku", "- three lines\n- 5-7-5\n- about rain")
+    haiku2 = store.rubrics.save_version("haiku", "- three lines\n- 5-7-5\n- mentions water")
+    essay = store.rubrics.save_version("essay", "- has a title\n- cites a source")
     script = [
         (haiku1, "model-a", "b1", [[True, False, False], [True, True, False], [True, True, True]]),
         (haiku1, "model-b", "b1", [[False, False, True]]),
@@ -75,7 +75,7 @@ def _fill(store: Store) -> dict[str, Any]:
         run_id = new_run(store, version["id"], agent_model=model, batch_id=batch)
         names = version["criteria"]
         for iteration, verdicts in enumerate(passes):
-            store.record_evaluation(
+            store.passes.record(
                 run_id,
                 make_evaluation(
                     grading_run_id=f"g{run_id}",
@@ -85,7 +85,7 @@ def _fill(store: Store) -> dict[str, Any]:
                 ),
             )
         if passes[-1] == [True] * len(names):
-            store.finish_run(run_id, status="satisfied")
+            store.runs.finish(run_id, status="satisfied")
     return {"haiku1": haiku1, "haiku2": haiku2, "essay": essay}
 
 
@@ -132,16 +132,16 @@ def test_filters_the_counts_cannot_serve_scan_and_stay_correct(store):
 
 
 def test_a_pass_recorded_again_is_counted_once_with_its_new_verdicts(store):
-    version = store.save_rubric_version("essay", "- has a title\n- cites a source")
+    version = store.rubrics.save_version("essay", "- has a title\n- cites a source")
     run_id = new_run(store, version["id"])
     first = make_evaluation(
         grading_run_id="g", verdicts=[("has a title", False), ("cites a source", False)]
     )
-    store.record_evaluation(run_id, first)
+    store.passes.record(run_id, first)
     assert _rates(store, RunFilters()) == [("has a title", 0, 1), ("cites a source", 0, 1)]
     # The same (run, grading run, iteration) again: the store replaces its verdicts.
     again = {**first, "criteria": [{"name": "has a title", "passed": True}]}
-    store.record_evaluation(run_id, again)
+    store.passes.record(run_id, again)
     assert _rates(store, RunFilters()) == [("has a title", 1, 1)]
     assert _counts_table(store) == [(version["id"], "has a title", 0, 1, 1)]
     assert _rates(store, RunFilters()) == _expected(store, RunFilters())
@@ -150,9 +150,9 @@ def test_a_pass_recorded_again_is_counted_once_with_its_new_verdicts(store):
 def test_an_unknown_rubric_or_version_is_still_an_error(store):
     _fill(store)
     with pytest.raises(Exception, match="ghost"):
-        store.criterion_pass_rates(rubric="ghost")
+        store.passes.criterion_pass_rates(rubric="ghost")
     with pytest.raises(Exception, match="999"):
-        store.criterion_pass_rates(version_id=999)
+        store.passes.criterion_pass_rates(version_id=999)
 
 
 def _undo_migration(store: Store) -> None:
@@ -181,9 +181,9 @@ def test_the_migration_counts_the_verdicts_stored_before_it(store, db_target):
     with Store(db_target) as reopened:
         _undo_migration(reopened)
         # Verdicts stored while no trigger runs: only the migration's backfill counts them.
-        version = reopened.save_rubric_version("essay", "- has a title\n- cites a source")
+        version = reopened.rubrics.save_version("essay", "- has a title\n- cites a source")
         run_id = new_run(reopened, version["id"])
-        reopened.record_evaluation(run_id, make_evaluation(verdicts=[("has a title", True)]))
+        reopened.passes.record(run_id, make_evaluation(verdicts=[("has a title", True)]))
     with Store(db_target) as migrated:
         assert _counts_table(migrated) == _counts_from_verdicts(migrated)
         rates = _rates(migrated, RunFilters())
@@ -199,24 +199,24 @@ def test_the_runs_page_reads_fresh_counts_and_caches_only_the_scan(store):
 
     def cached(target: str, filters: RunFilters, version: tuple[int, int]) -> list[dict]:
         calls.append((target, filters, version))
-        return store.criterion_pass_rates(filters=filters)
+        return store.passes.criterion_pass_rates(filters=filters)
 
     before = page_pass_rates(store, RunFilters(), cached)
     run_id = new_run(store, versions["essay"]["id"])
-    store.record_evaluation(run_id, make_evaluation(verdicts=[("has a title", True)]))
+    store.passes.record(run_id, make_evaluation(verdicts=[("has a title", True)]))
     after = page_pass_rates(store, RunFilters(), cached)
     assert calls == []  # served by the counts: nothing cached, and the new pass shows at once
-    assert after == store.criterion_pass_rates() != before
+    assert after == store.passes.criterion_pass_rates() != before
 
     batch = RunFilters(batch_id="b1")
-    assert page_pass_rates(store, batch, cached) == store.criterion_pass_rates(filters=batch)
+    assert page_pass_rates(store, batch, cached) == store.passes.criterion_pass_rates(filters=batch)
     assert calls == [(store.target, batch, data_version(store))]
 
 
 def test_the_model_filter_lists_the_models_of_runs_added_after_it_was_first_read(store):
     from rubric_core.ui import known_models
 
-    version = store.save_rubric_version("essay", "- has a title")
+    version = store.rubrics.save_version("essay", "- has a title")
     new_run(store, version["id"], agent_model="model-a", grader_model="judge-a")
     assert known_models(store) == ["judge-a", "model-a"]
     for n in range(3):

@@ -78,7 +78,7 @@ _OPENER = textwrap.dedent(
     sys.path.insert(0, {root!r})
     from rubric_core.store import Store
     with Store(sys.argv[1]) as store:
-        version = store.save_rubric_version("shared", "- a")
+        version = store.rubrics.save_version("shared", "- a")
         print(version["id"], flush=True)
     """
 )
@@ -95,12 +95,12 @@ def test_many_processes_migrate_and_save_one_rubric_at_once(pg_url, tmp_path):
     assert [child.returncode for child in children] == [0, 0, 0, 0]
     assert len(set(outputs)) == 1  # one version, whichever process saved it first
     with Store(pg_url) as store:
-        assert [v["version"] for v in store.rubric_versions("shared")] == [1]
+        assert [v["version"] for v in store.rubrics.versions("shared")] == [1]
 
 
 def test_concurrent_create_run_for_one_batch_input_makes_one_run(pg_url):
     with Store(pg_url) as store:
-        version = store.save_rubric_version("article", "- a")
+        version = store.rubrics.save_version("article", "- a")
         barrier = threading.Barrier(8)
         ids: list[int] = []
 
@@ -114,14 +114,14 @@ def test_concurrent_create_run_for_one_batch_input_makes_one_run(pg_url):
         for thread in threads:
             thread.join()
         assert len(set(ids)) == 1 and len(ids) == 8
-        assert store.count_runs(batch_id="b") == 1
+        assert store.runs.count(batch_id="b") == 1
 
 
 def test_lost_connections_are_replaced_and_nothing_stored_is_lost(pg_url):
     with Store(pg_url) as store:
-        version = store.save_rubric_version("article", "- has a title\n- cites a source")
+        version = store.rubrics.save_version("article", "- has a title\n- cites a source")
         run_id = new_run(store, version["id"])
-        store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=0))
+        store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=0))
         database = urlsplit(pg_url).path.lstrip("/")
         with psycopg.connect(pg_url, autocommit=True) as admin:
             killed = admin.execute(
@@ -130,8 +130,8 @@ def test_lost_connections_are_replaced_and_nothing_stored_is_lost(pg_url):
                 (database,),
             ).fetchall()
         assert killed  # the pool's connections are gone
-        store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=1))
-        assert [p["iteration"] for p in store.run_evaluations(run_id)] == [0, 1]
+        store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=1))
+        assert [p["iteration"] for p in store.passes.of_run(run_id)] == [0, 1]
 
 
 @pytest.fixture
@@ -174,21 +174,21 @@ def test_server_stopped_mid_run_fails_the_write_clearly_and_keeps_committed_pass
     url, stop, start = own_server
     store = Store(url, busy_timeout_s=2)
     try:
-        version = store.save_rubric_version("article", "- has a title\n- cites a source")
+        version = store.rubrics.save_version("article", "- has a title\n- cites a source")
         run_id = new_run(store, version["id"])
-        store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=0))
+        store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=0))
         stop()
         with pytest.raises(StoreError) as caught:
-            store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=1))
+            store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=1))
         assert caught.value.kind == "unreachable"
         assert f"127.0.0.1:{urlsplit(url).port}" in str(caught.value)
         start()
         # The same store reconnects once the server is back; the committed pass is there,
         # the failed one is not (and recording it again stores it once).
-        assert [p["iteration"] for p in store.run_evaluations(run_id)] == [0]
-        store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=1))
-        store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=1))
-        assert store.get_run(run_id)["iterations"] == 2
+        assert [p["iteration"] for p in store.passes.of_run(run_id)] == [0]
+        store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=1))
+        store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=1))
+        assert store.runs.get(run_id)["iterations"] == 2
     finally:
         store.close()
 

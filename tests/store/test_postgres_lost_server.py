@@ -87,7 +87,7 @@ def test_a_server_lost_mid_run_ends_the_run_within_the_retry_bound(pg_url):
     proxied = urlunsplit(parts._replace(netloc=f"{netloc[0]}@{host}" if len(netloc) == 2 else host))
     store = Store(proxied)
     try:
-        version = store.save_rubric_version("article", RUBRIC)
+        version = store.rubrics.save_version("article", RUBRIC)
         spec = RunSpec(
             rubric_version_id=version["id"],
             input="Write a short article about tides.",

@@ -70,14 +70,14 @@ def test_file_migrated_by_main_before_the_postgres_backend_migrates(tmp_path):
             conn.execute(f"DROP TRIGGER criterion_pass_counts_{kind}")
         conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0009_criterion_pass_counts'")
     with Store(path) as store:
-        version = store.save_rubric_version("r", "- a")
-        run_id = store.create_run(
+        version = store.rubrics.save_version("r", "- a")
+        run_id = store.runs.create(
             rubric_version_id=version["id"], input="x", agent_model="replay:x",
             grader_model="replay:x", max_iterations=1, agent_kind="basic", keep="best",
             batch_id="b", input_index=0,
         )  # fmt: skip
-        assert store.get_run(run_id)["keep"] == "best"
-        assert store.get_run(run_id)["input_index"] == 0
+        assert store.runs.get(run_id)["keep"] == "best"
+        assert store.runs.get(run_id)["input_index"] == 0
     with sqlite3.connect(path) as conn:
         applied = [row[0] for row in conn.execute("SELECT name FROM _sqlite_migrations")]
     assert applied[-5:] == [
@@ -109,19 +109,19 @@ def test_store_opens_default_path_from_environment(monkeypatch, tmp_path):
 
 
 def test_rubric_edit_creates_new_version_and_old_runs_keep_theirs(store, new_run):
-    first = store.save_rubric_version("essay", "- has a title\n- cites a source", note="start")
+    first = store.rubrics.save_version("essay", "- has a title\n- cites a source", note="start")
     run_v1 = new_run(store, first["id"])
-    assert store.save_rubric_version("essay", "- has a title\n- cites a source\n") == first
+    assert store.rubrics.save_version("essay", "- has a title\n- cites a source\n") == first
 
-    second = store.save_rubric_version("essay", "- has a title\n- cites two sources")
+    second = store.rubrics.save_version("essay", "- has a title\n- cites two sources")
     assert (first["version"], second["version"]) == (1, 2)
     assert second["criteria"] == ["has a title", "cites two sources"]
-    assert store.get_run(run_v1)["rubric_version_id"] == first["id"]
-    assert store.get_run(run_v1)["rubric_version"] == 1
-    assert store.get_rubric_version(first["id"])["text"] == "- has a title\n- cites a source"
-    assert [v["version"] for v in store.rubric_versions("essay")] == [1, 2]
+    assert store.runs.get(run_v1)["rubric_version_id"] == first["id"]
+    assert store.runs.get(run_v1)["rubric_version"] == 1
+    assert store.rubrics.version(first["id"])["text"] == "- has a title\n- cites a source"
+    assert [v["version"] for v in store.rubrics.versions("essay")] == [1, 2]
 
-    [listed] = store.list_rubrics()
+    [listed] = store.rubrics.find()
     assert listed["name"] == "essay"
     assert (listed["latest_version"], listed["latest_version_id"], listed["versions"]) == (
         2,
@@ -131,26 +131,26 @@ def test_rubric_edit_creates_new_version_and_old_runs_keep_theirs(store, new_run
 
 
 def test_rubric_tags_are_replaced_and_listed_sorted(store):
-    store.save_rubric_version("code", "- tests pass", tags=["python", "ci", "python"])
-    assert store.list_rubrics()[0]["tags"] == ["ci", "python"]
-    store.set_rubric_tags("code", ["review"])
-    assert store.list_rubrics()[0]["tags"] == ["review"]
+    store.rubrics.save_version("code", "- tests pass", tags=["python", "ci", "python"])
+    assert store.rubrics.find()[0]["tags"] == ["ci", "python"]
+    store.rubrics.set_tags("code", ["review"])
+    assert store.rubrics.find()[0]["tags"] == ["review"]
     with pytest.raises(StoreError, match="unknown rubric 'nope'"):
-        store.set_rubric_tags("nope", ["x"])
+        store.rubrics.set_tags("nope", ["x"])
 
 
 def test_rubric_bad_input_is_rejected_with_named_problem(store):
     with pytest.raises(StoreError, match="rubric name must not be empty"):
-        store.save_rubric_version("  ", "- a")
+        store.rubrics.save_version("  ", "- a")
     with pytest.raises(RubricError, match="rubric is empty"):
-        store.save_rubric_version("empty", "\n  \n# heading only\n")
+        store.rubrics.save_version("empty", "\n  \n# heading only\n")
     with pytest.raises(StoreError, match="unknown rubric version id 999"):
-        store.get_rubric_version(999)
+        store.rubrics.version(999)
     with pytest.raises(StoreError, match="unknown rubric 'ghost'"):
-        store.rubric_versions("ghost")
+        store.rubrics.versions("ghost")
     with pytest.raises(StoreError, match="tags must be a list"):
-        store.save_rubric_version("x", "- a", tags="solo")
-    assert store.list_rubrics() == []
+        store.rubrics.save_version("x", "- a", tags="solo")
+    assert store.rubrics.find() == []
 
 
 # --- runs and evaluations ------------------------------------------------------------------
@@ -160,17 +160,15 @@ def test_run_lifecycle_records_passes_tokens_and_final_state(
     store, rubric_version, new_run, make_evaluation
 ):
     run_id = new_run(store, rubric_version["id"], thread_id="t-1", batch_id="b-1")
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run["status"] == "running"
     assert run["pid"] == os.getpid()
     assert run["rubric"] == "article"
     assert run["grader_tools"] == ["text_stats"]
 
     gid = "grading-1"
-    store.record_evaluation(
-        run_id, make_evaluation(grading_run_id=gid, iteration=0, started_at=1000.0)
-    )
-    store.record_evaluation(
+    store.passes.record(run_id, make_evaluation(grading_run_id=gid, iteration=0, started_at=1000.0))
+    store.passes.record(
         run_id,
         make_evaluation(
             grading_run_id=gid,
@@ -181,14 +179,14 @@ def test_run_lifecycle_records_passes_tokens_and_final_state(
             grader_output_tokens=7,
         ),
     )
-    store.finish_run(
+    store.runs.finish(
         run_id,
         status="satisfied",
         final_output="Final text",
         agent_input_tokens=300,
         agent_output_tokens=40,
     )
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run["status"] == "satisfied"
     assert run["iterations"] == 2
     assert (run["grader_input_tokens"], run["grader_output_tokens"]) == (150, 27)
@@ -197,7 +195,7 @@ def test_run_lifecycle_records_passes_tokens_and_final_state(
     assert run["finished_at"] >= run["started_at"]
     assert run["duration_s"] >= 0
 
-    passes = store.run_evaluations(run_id)
+    passes = store.passes.of_run(run_id)
     assert [(p["iteration"], p["result"]) for p in passes] == [
         (0, "needs_revision"),
         (1, "satisfied"),
@@ -213,15 +211,15 @@ def test_run_lifecycle_records_passes_tokens_and_final_state(
 def test_record_evaluation_is_idempotent(store, rubric_version, new_run, make_evaluation):
     run_id = new_run(store, rubric_version["id"])
     evaluation = make_evaluation(grading_run_id="g", iteration=0)
-    first = store.record_evaluation(run_id, evaluation)
-    again = store.record_evaluation(run_id, evaluation)
-    revised = store.record_evaluation(
+    first = store.passes.record(run_id, evaluation)
+    again = store.passes.record(run_id, evaluation)
+    revised = store.passes.record(
         run_id, make_evaluation(grading_run_id="g", iteration=0, verdicts=[("has a title", True)])
     )
     assert first == again == revised
-    [stored] = store.run_evaluations(run_id)
+    [stored] = store.passes.of_run(run_id)
     assert stored["criteria"] == [{"name": "has a title", "passed": True}]
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run["iterations"] == 1
     assert run["grader_input_tokens"] == 100
 
@@ -252,8 +250,8 @@ def test_record_evaluation_rejects_bad_dict(
     elif isinstance(evaluation, dict):
         evaluation = {**make_evaluation(), **evaluation}
     with pytest.raises(StoreError, match=message):
-        store.record_evaluation(run_id, evaluation)
-    assert store.run_evaluations(run_id) == []
+        store.passes.record(run_id, evaluation)
+    assert store.passes.of_run(run_id) == []
 
 
 def test_run_bad_input_is_rejected_with_named_problem(
@@ -270,33 +268,33 @@ def test_run_bad_input_is_rejected_with_named_problem(
     with pytest.raises(StoreError, match="grader_tools must be a list"):
         new_run(store, rubric_version["id"], grader_tools="run_test_suite")
     with pytest.raises(StoreError, match="unknown run id 77"):
-        store.record_evaluation(77, make_evaluation())
+        store.passes.record(77, make_evaluation())
     with pytest.raises(StoreError, match="unknown run id 77"):
-        store.get_run(77)
+        store.runs.get(77)
     run_id = new_run(store, rubric_version["id"])
     with pytest.raises(StoreError, match="finish_run status must be one of"):
-        store.finish_run(run_id, status="running")
+        store.runs.finish(run_id, status="running")
     with pytest.raises(StoreError, match="unknown status 'done'"):
-        store.list_runs(status="done")
+        store.runs.find(status="done")
     with pytest.raises(StoreError, match="unknown status 'nope'"):
-        store.count_runs(status=["satisfied", "nope"])
+        store.runs.count(status=["satisfied", "nope"])
     with pytest.raises(StoreError, match="since must be an ISO-8601 date"):
-        store.list_runs(since="yesterday")
+        store.runs.find(since="yesterday")
     with pytest.raises(StoreError, match="limit must be at least 1"):
-        store.list_runs(limit=0)
+        store.runs.find(limit=0)
     with pytest.raises(StoreError, match="unknown rubric 'ghost'"):
-        store.criterion_pass_rates(rubric="ghost")
+        store.passes.criterion_pass_rates(rubric="ghost")
 
 
 def test_transcript_replaced_and_grader_messages_flagged(store, rubric_version, new_run):
     run_id = new_run(store, rubric_version["id"])
-    store.save_transcript(run_id, [HumanMessage("old")])
+    store.runs.save_transcript(run_id, [HumanMessage("old")])
     feedback = HumanMessage(
         "Fix: cite a source",
         name=RUBRIC_GRADER_MESSAGE_SOURCE,
         additional_kwargs={"lc_source": RUBRIC_GRADER_MESSAGE_SOURCE},
     )
-    store.save_transcript(
+    store.runs.save_transcript(
         run_id,
         [
             SystemMessage("be brief"),
@@ -307,7 +305,7 @@ def test_transcript_replaced_and_grader_messages_flagged(store, rubric_version, 
             feedback,
         ],
     )
-    messages = store.transcript(run_id)
+    messages = store.runs.transcript(run_id)
     assert [m["role"] for m in messages] == ["system", "human", "ai", "tool", "ai", "human"]
     assert [m["is_grader"] for m in messages] == [False] * 5 + [True]
     assert messages[1]["content"] == "Write an article ✍️"
@@ -319,35 +317,35 @@ def test_transcript_replaced_and_grader_messages_flagged(store, rubric_version, 
 
 def test_finish_run_with_its_transcript_writes_both_or_neither(store, rubric_version, new_run):
     run_id = new_run(store, rubric_version["id"])
-    store.save_transcript(run_id, [HumanMessage("kept")])
+    store.runs.save_transcript(run_id, [HumanMessage("kept")])
     with pytest.raises(StoreError, match="messages must be a list of messages, got str"):
-        store.finish_run(run_id, status="satisfied", transcript="not a list")
-    assert store.get_run(run_id)["status"] == "running"
-    assert [m["content"] for m in store.transcript(run_id)] == ["kept"]
+        store.runs.finish(run_id, status="satisfied", transcript="not a list")
+    assert store.runs.get(run_id)["status"] == "running"
+    assert [m["content"] for m in store.runs.transcript(run_id)] == ["kept"]
 
-    store.finish_run(
+    store.runs.finish(
         run_id,
         status="satisfied",
         final_output="Done",
         transcript=[HumanMessage("Write it"), AIMessage("Done")],
     )
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert (run["status"], run["final_output"]) == ("satisfied", "Done")
-    assert [(m["role"], m["content"]) for m in store.transcript(run_id)] == [
+    assert [(m["role"], m["content"]) for m in store.runs.transcript(run_id)] == [
         ("human", "Write it"),
         ("ai", "Done"),
     ]
     with pytest.raises(StoreError, match="unknown run id"):
-        store.finish_run(run_id + 999, status="satisfied", transcript=[HumanMessage("x")])
+        store.runs.finish(run_id + 999, status="satisfied", transcript=[HumanMessage("x")])
 
 
 # --- queries ---------------------------------------------------------------------------------
 
 
 def _seed_runs(store, new_run):
-    v1 = store.save_rubric_version("alpha", "- a\n- b")
-    v2 = store.save_rubric_version("alpha", "- a\n- b\n- c")
-    other = store.save_rubric_version("beta", "- z")
+    v1 = store.rubrics.save_version("alpha", "- a\n- b")
+    v2 = store.rubrics.save_version("alpha", "- a\n- b\n- c")
+    other = store.rubrics.save_version("beta", "- z")
     statuses = ["satisfied", "failed", "max_iterations_reached", "grader_error", "interrupted"]
     ids = []
     for i in range(23):
@@ -359,20 +357,20 @@ def _seed_runs(store, new_run):
             grader_model="judge-big" if i % 4 == 0 else "judge-small",
             batch_id="batch-a" if i < 5 else None,
         )
-        store.finish_run(run_id, status=statuses[i % len(statuses)])
+        store.runs.finish(run_id, status=statuses[i % len(statuses)])
         ids.append(run_id)
     return v1, v2, other, ids
 
 
 def test_list_runs_paginates_newest_first_without_gaps(store, new_run):
     *_, ids = _seed_runs(store, new_run)
-    pages = [store.list_runs(limit=10, offset=offset) for offset in (0, 10, 20, 30)]
+    pages = [store.runs.find(limit=10, offset=offset) for offset in (0, 10, 20, 30)]
     assert [len(p) for p in pages] == [10, 10, 3, 0]
     seen = [run["id"] for page in pages for run in page]
     assert seen == sorted(ids, reverse=True)
     keys = [(run["started_at"], run["id"]) for page in pages for run in page]
     assert keys == sorted(keys, reverse=True)
-    assert store.count_runs() == 23
+    assert store.runs.count() == 23
 
 
 def test_list_runs_filters_match_count_runs(store, new_run):
@@ -392,33 +390,33 @@ def test_list_runs_filters_match_count_runs(store, new_run):
     }
     for label, (filters, keep) in cases.items():
         expected = sorted((ids[i] for i in range(23) if keep(i)), reverse=True)
-        listed = [run["id"] for run in store.list_runs(limit=100, **filters)]
+        listed = [run["id"] for run in store.runs.find(limit=100, **filters)]
         assert listed == expected, label
-        assert store.count_runs(**filters) == len(expected), label
-    assert store.count_runs(version_id=other["id"]) == 7
+        assert store.runs.count(**filters) == len(expected), label
+    assert store.runs.count(version_id=other["id"]) == 7
 
 
 def test_list_runs_date_range(store, new_run):
     *_, ids = _seed_runs(store, new_run)
-    runs = store.list_runs(limit=100)
+    runs = store.runs.find(limit=100)
     middle = runs[10]["started_at"]
-    newer = store.list_runs(since=middle, limit=100)
-    older = store.list_runs(until=middle, limit=100)
+    newer = store.runs.find(since=middle, limit=100)
+    older = store.runs.find(until=middle, limit=100)
     assert len(newer) + len(older) == 23
     assert all(r["started_at"] >= middle for r in newer)
     assert all(r["started_at"] < middle for r in older)
     today = dt.datetime.now(dt.UTC).date()
-    assert store.count_runs(since=today, until=today) == 23
-    assert store.count_runs(until=today - dt.timedelta(days=1)) == 0
-    assert store.count_runs(since=today.isoformat()) == 23
+    assert store.runs.count(since=today, until=today) == 23
+    assert store.runs.count(until=today - dt.timedelta(days=1)) == 0
+    assert store.runs.count(since=today.isoformat()) == 23
 
 
 def test_criterion_pass_rates_per_version(store, new_run, make_evaluation):
-    version = store.save_rubric_version("rates", "- a\n- b\n- c")
-    unrelated = store.save_rubric_version("other", "- a")
+    version = store.rubrics.save_version("rates", "- a\n- b\n- c")
+    unrelated = store.rubrics.save_version("other", "- a")
     for passes in ([True, True, False], [True, False, False], [True, True, True]):
         run_id = new_run(store, version["id"])
-        store.record_evaluation(
+        store.passes.record(
             run_id,
             make_evaluation(
                 grading_run_id=f"g{run_id}",
@@ -427,7 +425,7 @@ def test_criterion_pass_rates_per_version(store, new_run, make_evaluation):
                 started_at=1.0,
             ),
         )
-        store.record_evaluation(
+        store.passes.record(
             run_id,
             make_evaluation(
                 grading_run_id=f"g{run_id}",
@@ -437,22 +435,22 @@ def test_criterion_pass_rates_per_version(store, new_run, make_evaluation):
             ),
         )
     noise = new_run(store, unrelated["id"])
-    store.record_evaluation(noise, make_evaluation(verdicts=[("a", True)]))
+    store.passes.record(noise, make_evaluation(verdicts=[("a", True)]))
 
-    rates = store.criterion_pass_rates(version_id=version["id"])
+    rates = store.passes.criterion_pass_rates(version_id=version["id"])
     assert [(r["criterion"], r["passed"], r["total"]) for r in rates] == [
         ("a", 3, 6),
         ("b", 2, 6),
         ("c", 1, 6),
     ]
     assert rates[0]["pass_rate"] == pytest.approx(0.5)
-    final = store.criterion_pass_rates(version_id=version["id"], final_only=True)
+    final = store.passes.criterion_pass_rates(version_id=version["id"], final_only=True)
     assert [(r["criterion"], r["passed"], r["total"]) for r in final] == [
         ("a", 3, 3),
         ("b", 2, 3),
         ("c", 1, 3),
     ]
-    assert store.criterion_pass_rates(rubric="other")[0]["pass_rate"] == 1.0
+    assert store.passes.criterion_pass_rates(rubric="other")[0]["pass_rate"] == 1.0
 
 
 # --- concurrency and crashes ---------------------------------------------------------------
@@ -471,19 +469,17 @@ def test_concurrent_runs_write_at_once_and_nothing_is_lost(
             barrier.wait()
             run_id = new_run(store, rubric_version["id"], input=f"input {n}")
             for i in range(passes_n):
-                store.record_evaluation(
-                    run_id, make_evaluation(grading_run_id=f"w{n}", iteration=i)
-                )
-                store.get_run(run_id)
-            store.finish_run(run_id, status="max_iterations_reached")
+                store.passes.record(run_id, make_evaluation(grading_run_id=f"w{n}", iteration=i))
+                store.runs.get(run_id)
+            store.runs.finish(run_id, status="max_iterations_reached")
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
     def reader() -> None:
         try:
             while not stop_reading.is_set():
-                store.list_runs(limit=5)
-                store.criterion_pass_rates(version_id=rubric_version["id"])
+                store.runs.find(limit=5)
+                store.passes.criterion_pass_rates(version_id=rubric_version["id"])
         except BaseException as exc:  # pragma: no cover
             errors.append(exc)
 
@@ -498,12 +494,14 @@ def test_concurrent_runs_write_at_once_and_nothing_is_lost(
         thread.join()
     assert errors == []
 
-    runs = store.list_runs(limit=100)
+    runs = store.runs.find(limit=100)
     assert len(runs) == threads_n
     assert all(
         r["iterations"] == passes_n and r["status"] == "max_iterations_reached" for r in runs
     )
-    total = sum(r["total"] for r in store.criterion_pass_rates(version_id=rubric_version["id"]))
+    total = sum(
+        r["total"] for r in store.passes.criterion_pass_rates(version_id=rubric_version["id"])
+    )
     assert total == threads_n * passes_n * 2
 
 
@@ -518,7 +516,7 @@ def test_failing_write_among_concurrent_ones_fails_alone(
         barrier.wait()
         target = run_id if n % 2 == 0 else 10_000 + n  # odd writers name a missing run
         try:
-            store.record_evaluation(target, make_evaluation(grading_run_id="g", iteration=n))
+            store.passes.record(target, make_evaluation(grading_run_id="g", iteration=n))
             outcomes[n] = "ok"
         except StoreError as exc:
             outcomes[n] = str(exc)
@@ -530,7 +528,7 @@ def test_failing_write_among_concurrent_ones_fails_alone(
         thread.join()
     assert all(outcomes[n] == "ok" for n in range(0, 12, 2))
     assert all(outcomes[n] == f"unknown run id {10_000 + n}" for n in range(1, 12, 2))
-    assert sorted(p["iteration"] for p in store.run_evaluations(run_id)) == list(range(0, 12, 2))
+    assert sorted(p["iteration"] for p in store.passes.of_run(run_id)) == list(range(0, 12, 2))
 
 
 _KILLED_CHILD = textwrap.dedent(
@@ -539,12 +537,12 @@ _KILLED_CHILD = textwrap.dedent(
     sys.path.insert(0, {root!r})
     from rubric_core.store import Store
     store = Store(sys.argv[1])
-    version = store.save_rubric_version("crash", "- a\\n- b")
-    run_id = store.create_run(rubric_version_id=version["id"], input="go", agent_model="replay:x",
+    version = store.rubrics.save_version("crash", "- a\\n- b")
+    run_id = store.runs.create(rubric_version_id=version["id"], input="go", agent_model="replay:x",
                               grader_model="replay:y", grader_tools=[], max_iterations=5,
                               agent_kind="basic")
     for i in range(3):
-        store.record_evaluation(run_id, {{
+        store.passes.record(run_id, {{
             "grading_run_id": "g", "iteration": i, "result": "needs_revision",
             "status": "needs_revision", "explanation": "more", "draft": f"draft {{i}}",
             "criteria": [{{"name": "a", "passed": True}}, {{"name": "b", "passed": False, "gap": "x"}}],
@@ -566,7 +564,7 @@ def test_killed_process_keeps_passes_and_run_becomes_interrupted(tmp_path, db_ta
         assert line.strip(), "child did not report its run id"
         run_id = int(line)
         with Store(path) as watcher:  # child alive: still running
-            assert watcher.get_run(run_id)["status"] == "running"
+            assert watcher.runs.get(run_id)["status"] == "running"
         child.send_signal(signal.SIGKILL)
         assert child.wait(timeout=30) == -signal.SIGKILL
     finally:
@@ -576,20 +574,20 @@ def test_killed_process_keeps_passes_and_run_becomes_interrupted(tmp_path, db_ta
         child.stdout.close()
 
     with Store(path) as store:
-        run = store.get_run(run_id)
+        run = store.runs.get(run_id)
         assert run["status"] == "interrupted"
         assert f"process {child.pid}" in run["error"]
-        passes = store.run_evaluations(run_id)
+        passes = store.passes.of_run(run_id)
         assert [p["draft"] for p in passes] == ["draft 0", "draft 1", "draft 2"]
         assert run["iterations"] == 3
-        assert store.count_runs(status="interrupted") == 1
+        assert store.runs.count(status="interrupted") == 1
 
 
 def test_resume_run_marks_it_running_again(store, rubric_version, new_run):
     run_id = new_run(store, rubric_version["id"])
-    store.finish_run(run_id, status="interrupted", error="killed")
-    store.resume_run(run_id)
-    run = store.get_run(run_id)
+    store.runs.finish(run_id, status="interrupted", error="killed")
+    store.runs.resume(run_id)
+    run = store.runs.get(run_id)
     assert (run["status"], run["error"], run["finished_at"]) == ("running", None, None)
 
 
@@ -599,7 +597,7 @@ def test_resume_run_marks_it_running_again(store, rubric_version, new_run):
 def test_read_only_file_is_a_clear_error(tmp_path, make_evaluation):
     path = tmp_path / "ro.db"
     with Store(path) as store:
-        store.save_rubric_version("kept", "- a")
+        store.rubrics.save_version("kept", "- a")
     path.chmod(0o444)
     try:
         with pytest.raises(StoreError, match="is read-only"):
@@ -607,7 +605,7 @@ def test_read_only_file_is_a_clear_error(tmp_path, make_evaluation):
     finally:
         path.chmod(0o644)
     with Store(path) as store:
-        assert store.list_rubrics()[0]["name"] == "kept"
+        assert store.rubrics.find()[0]["name"] == "kept"
 
 
 def test_locked_database_is_a_clear_error_and_keeps_committed_rows(
@@ -616,21 +614,21 @@ def test_locked_database_is_a_clear_error_and_keeps_committed_rows(
     path = tmp_path / "locked.db"
     store = Store(path, busy_timeout_s=0.2)
     try:
-        version = store.save_rubric_version("lock", "- a")
+        version = store.rubrics.save_version("lock", "- a")
         run_id = new_run(store, version["id"])
-        store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=0))
+        store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=0))
 
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")
         try:
             with pytest.raises(StoreError, match=r"is locked by another writer .* 0\.2s"):
-                store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=1))
-            assert len(store.run_evaluations(run_id)) == 1  # reads still work
+                store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=1))
+            assert len(store.passes.of_run(run_id)) == 1  # reads still work
         finally:
             other.execute("ROLLBACK")
             other.close()
-        store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=1))
-        assert [p["iteration"] for p in store.run_evaluations(run_id)] == [0, 1]
+        store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=1))
+        assert [p["iteration"] for p in store.passes.of_run(run_id)] == [0, 1]
     finally:
         store.close()
 
@@ -641,20 +639,20 @@ def test_deleted_file_is_a_clear_error_and_committed_rows_are_recovered(
     path = tmp_path / "gone.db"
     store = Store(path)
     try:
-        version = store.save_rubric_version("doomed", "- a")
+        version = store.rubrics.save_version("doomed", "- a")
         run_id = new_run(store, version["id"])
-        store.record_evaluation(run_id, make_evaluation(grading_run_id="g"))
+        store.passes.record(run_id, make_evaluation(grading_run_id="g"))
         path.unlink()
         with pytest.raises(StoreError, match="was deleted while the store was open") as info:
-            store.record_evaluation(run_id, make_evaluation(grading_run_id="g", iteration=1))
+            store.passes.record(run_id, make_evaluation(grading_run_id="g", iteration=1))
         with pytest.raises(StoreError, match="was deleted"):
-            store.list_runs()
+            store.runs.find()
     finally:
         store.close()
     [recovered] = list(tmp_path.glob("gone.recovered-*.db"))
     assert str(recovered) in str(info.value)
     with Store(recovered) as rescued:
-        assert len(rescued.run_evaluations(run_id)) == 1
+        assert len(rescued.passes.of_run(run_id)) == 1
     assert not path.exists()
 
 
@@ -672,9 +670,9 @@ def test_closed_store_refuses_work(db_target):
     store.close()
     store.close()
     with pytest.raises(StoreError, match="is closed"):
-        store.list_rubrics()
+        store.rubrics.find()
     with pytest.raises(StoreError, match="is closed"):
-        store.save_rubric_version("x", "- a")
+        store.rubrics.save_version("x", "- a")
 
 
 def test_run_statuses_cover_contract():
@@ -695,11 +693,11 @@ def test_run_statuses_cover_contract():
 
 def test_create_run_for_a_batch_input_returns_its_existing_run(store, rubric_version, new_run):
     first = new_run(store, rubric_version["id"], batch_id="b1", input_index=0)
-    store.finish_run(first, status="satisfied")
+    store.runs.finish(first, status="satisfied")
     again = new_run(store, rubric_version["id"], batch_id="b1", input_index=0, input="other")
     assert again == first
-    assert store.get_run(first)["status"] == "satisfied"  # untouched
-    assert store.get_run(first)["input_index"] == 0
+    assert store.runs.get(first)["status"] == "satisfied"  # untouched
+    assert store.runs.get(first)["input_index"] == 0
     other_batch = new_run(store, rubric_version["id"], batch_id="b2", input_index=0)
     unkeyed = [new_run(store, rubric_version["id"], batch_id="b1") for _ in range(2)]
     assert len({first, other_batch, *unkeyed}) == 4
@@ -712,7 +710,7 @@ def test_finished_inputs_are_the_batch_runs_that_ended(store, rubric_version, ne
     for index, status in enumerate(statuses):
         run_id = new_run(store, rubric_version["id"], batch_id="b", input_index=index)
         if status is not None:
-            store.finish_run(run_id, status=status)
+            store.runs.finish(run_id, status=status)
     new_run(store, rubric_version["id"], batch_id="elsewhere", input_index=2)
-    assert store.finished_inputs("b") == {0, 1, 4}
-    assert store.finished_inputs("nothing") == set()
+    assert store.runs.finished_inputs("b") == {0, 1, 4}
+    assert store.runs.finished_inputs("nothing") == set()

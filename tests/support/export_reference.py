@@ -46,7 +46,7 @@ def _flag(value: Any) -> str | None:
 
 def reference_criteria_csv(store: Store, fp: IO[str], filters: RunFilters) -> int:
     """Write the criteria dataset the slow way; returns the rows written."""
-    where, params = store.run_filter_sql(filters)
+    where, params = store.runs.filter_sql(filters)
     writer = csv.writer(fp, lineterminator="\r\n")
     writer.writerow(_COLUMNS)
     count = 0

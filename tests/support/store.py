@@ -73,4 +73,4 @@ def new_run(store: Store, version_id: int, **overrides: Any) -> int:
         "agent_kind": "basic",
     }
     fields.update(overrides)
-    return store.create_run(**fields)
+    return store.runs.create(**fields)

@@ -178,10 +178,10 @@ def test_an_output_past_the_limit_is_refused_before_anything_is_stored(store):
     from rubric_core.batch import Grader
     from rubric_core.workbench.grade import GradingError, grade_by_person, grade_one
 
-    version = store.save_rubric_version("essay", "- has a title")
+    version = store.rubrics.save_version("essay", "- has a title")
     too_long = "x" * (MAX_OUTPUT_CHARS + 1)
     with pytest.raises(GradingError, match=r"^output is 200,001 characters; the limit is 200,000$"):
         grade_by_person(store, version["id"], "q", too_long, {"has a title": True}, reviewer="ana")
     with pytest.raises(GradingError, match=r"^output is 200,001 characters"):
         grade_one(store, version["id"], "q", too_long, Grader("replay:essay"))
-    assert store.list_runs() == []
+    assert store.runs.find() == []

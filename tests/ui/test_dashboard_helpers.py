@@ -335,9 +335,9 @@ def test_batch_summary_rates_finished_runs_only(
     for status, passes in (("satisfied", 1), ("satisfied", 3), ("grader_error", 1), ("running", 0)):
         run_id = new_run(store, rubric_version["id"], batch_id="b1")
         for iteration in range(passes):
-            store.record_evaluation(run_id, make_evaluation(iteration=iteration))
+            store.passes.record(run_id, make_evaluation(iteration=iteration))
         if status != "running":
-            store.finish_run(
+            store.runs.finish(
                 run_id, status=status, error="timeout" if status != "satisfied" else None
             )
     summary = summary_for_batch(store, "b1")
@@ -398,12 +398,12 @@ def test_data_version_moves_with_new_runs_and_passes(
     empty = data_version(store)
     run_id = new_run(store, rubric_version["id"])
     after_run = data_version(store)
-    store.record_evaluation(run_id, make_evaluation())
+    store.passes.record(run_id, make_evaluation())
     after_pass = data_version(store)
     assert empty == (0, 0)
     assert after_run[0] > empty[0]
     assert after_pass[1] > after_run[1]
-    store.finish_run(run_id, status="needs_revision")
+    store.runs.finish(run_id, status="needs_revision")
     assert data_version(store) == after_pass
 
 
@@ -415,8 +415,8 @@ def test_preview_rows_takes_the_first_rows_with_filters(
 ) -> None:
     for _ in range(3):
         run_id = new_run(store, rubric_version["id"])
-        store.record_evaluation(run_id, make_evaluation())
-        store.finish_run(run_id, status="needs_revision")
+        store.passes.record(run_id, make_evaluation())
+        store.runs.finish(run_id, status="needs_revision")
     rows = preview_rows(store, "criteria", RunFilters(rubric="article"), limit=4)
     assert len(rows) == 4
     assert {"run_id", "criterion", "passed", "gap"} <= set(rows[0])
@@ -430,8 +430,8 @@ def test_export_bytes_gives_the_whole_file(
     new_run: Callable[..., int],
 ) -> None:
     run_id = new_run(store, rubric_version["id"])
-    store.record_evaluation(run_id, make_evaluation())
-    store.finish_run(run_id, status="needs_revision")
+    store.passes.record(run_id, make_evaluation())
+    store.runs.finish(run_id, status="needs_revision")
     data = export_bytes(store, "csv", "criteria", RunFilters(rubric="article"))
     lines = data.decode("utf-8").splitlines()
     assert lines[0].startswith("run_id,rubric,rubric_version")
@@ -444,7 +444,7 @@ def test_batch_progress_counts_finished_runs(
     store: Store, rubric_version: dict, new_run: Callable[..., int]
 ) -> None:
     done = new_run(store, rubric_version["id"], batch_id="b1")
-    store.finish_run(done, status="satisfied")
+    store.runs.finish(done, status="satisfied")
     new_run(store, rubric_version["id"], batch_id="b1")
     assert batch_progress(store, "b1") == (1, 2)
 
@@ -493,14 +493,14 @@ def test_start_job_validates_a_batch_before_starting(store: Store, rubric_versio
         start_job(store, Job(RunInputs(spec, ("x",)), concurrency=2))
     with pytest.raises(SpecError, match="concurrency"):
         start_job(store, Job(RunInputs(spec, ("x",)), concurrency=0))
-    assert store.count_runs() == 0
+    assert store.runs.count() == 0
 
 
 def test_start_job_runs_a_batch_in_the_background(store: Store) -> None:
     from rubric_core.providers import load_scenario
 
     scenario = load_scenario("satisfied_first_try")
-    version = store.save_rubric_version("blurb", scenario["rubric"])
+    version = store.rubrics.save_version("blurb", scenario["rubric"])
     spec = RunSpec(
         version["id"],
         scenario["input"],
@@ -513,7 +513,7 @@ def test_start_job_runs_a_batch_in_the_background(store: Store) -> None:
     assert job.done() and job.error is None
     assert batch_progress(store, job.batch_id) == (3, 3)
     assert (job.finished, job.total, job.result.total) == (3, 3, 3)
-    assert {r["status"] for r in store.list_runs(batch_id=job.batch_id)} == {"satisfied"}
+    assert {r["status"] for r in store.runs.find(batch_id=job.batch_id)} == {"satisfied"}
 
 
 def test_replay_scenario_mismatch_only_for_replay_models_on_another_rubric() -> None:

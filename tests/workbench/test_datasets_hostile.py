@@ -49,7 +49,7 @@ def test_batch_refuses_a_lone_surrogate_naming_its_line_and_runs_nothing(invoke,
     result = invoke("batch", "--scenario", "haiku", "--input-file", str(data))
     _one_line_error(result, "inputs.jsonl: line 2: 'input' holds a lone surrogate (U+D800")
     with Store(invoke.db) as store:
-        assert store.count_runs() == 0
+        assert store.runs.count() == 0
 
 
 def test_grade_refuses_a_lone_surrogate_in_an_output_and_leaves_no_run(invoke, tmp_path):
@@ -60,7 +60,7 @@ def test_grade_refuses_a_lone_surrogate_in_an_output_and_leaves_no_run(invoke, t
     result = invoke("grade", "--input-file", str(data), "--rubric", "bottle", "--grader", "none")
     _one_line_error(result, "graded.jsonl: line 2: 'output' holds a lone surrogate (U+DFFF")
     with Store(invoke.db) as store:
-        assert store.count_runs() == 0
+        assert store.runs.count() == 0
 
 
 def test_a_run_input_with_a_lone_surrogate_is_a_spec_error():
@@ -167,16 +167,16 @@ def test_a_huge_rubric_name_is_refused_quoting_only_a_prefix(tmp_path):
 @pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0b"])
 def test_a_line_or_paragraph_separator_fails_the_single_line_check(tmp_path, separator):
     with Store(tmp_path / "s.db") as store, pytest.raises(Exception, match="single line"):
-        store.save_rubric_version(f"one{separator}two", "- a\n")
+        store.rubrics.save_version(f"one{separator}two", "- a\n")
 
 
 def test_a_huge_explanation_and_gap_are_cut_and_marked(tmp_path):
     from rubric_core.limits import MAX_EXPLANATION_CHARS, MAX_GAP_CHARS
 
     with Store(tmp_path / "s.db") as store:
-        version = store.save_rubric_version("r", "- a\n")
-        run = store.create_run(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic")  # fmt: skip
-        store.record_evaluation(
+        version = store.rubrics.save_version("r", "- a\n")
+        run = store.runs.create(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic")  # fmt: skip
+        store.passes.record(
             run,
             {
                 "grading_run_id": "g1",
@@ -193,7 +193,7 @@ def test_a_huge_explanation_and_gap_are_cut_and_marked(tmp_path):
                 "grader_output_tokens": 0,
             },
         )
-        (stored,) = store.run_evaluations(run)
+        (stored,) = store.passes.of_run(run)
     assert len(stored["explanation"]) <= MAX_EXPLANATION_CHARS
     assert stored["explanation"].endswith("more characters]")
     gap = stored["criteria"][0]["gap"]
@@ -233,16 +233,16 @@ def test_a_panel_judges_huge_explanation_is_cut_too(tmp_path):
     from rubric_core.limits import MAX_EXPLANATION_CHARS, MAX_GAP_CHARS
 
     with Store(tmp_path / "s.db") as store:
-        version = store.save_rubric_version("r", "- a\n", note="n" * 100_000)
+        version = store.rubrics.save_version("r", "- a\n", note="n" * 100_000)
         assert len(version["note"]) <= 2_000
-        run = store.create_run(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic")  # fmt: skip
+        run = store.runs.create(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic")  # fmt: skip
         judge = {
             "judge": "j",
             "result": "needs_revision",
             "explanation": "e" * 1_000_000,
             "criteria": [{"name": "a", "passed": False, "gap": "g" * 1_000_000}],
         }
-        store.record_evaluation(
+        store.passes.record(
             run,
             {
                 "grading_run_id": "g1", "iteration": 0, "result": "needs_revision",
@@ -252,7 +252,7 @@ def test_a_panel_judges_huge_explanation_is_cut_too(tmp_path):
                 "grader_input_tokens": 0, "grader_output_tokens": 0, "judges": [judge],
             },
         )  # fmt: skip
-        (stored,) = store.run_evaluations(run)
+        (stored,) = store.passes.of_run(run)
     (kept,) = stored["judges"]
     assert len(kept["explanation"]) <= MAX_EXPLANATION_CHARS
     assert len(kept["criteria"][0]["gap"]) <= MAX_GAP_CHARS

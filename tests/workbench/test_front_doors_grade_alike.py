@@ -51,8 +51,8 @@ def _one_error_line(result) -> str:
 
 
 def test_grader_problem_is_one_check_for_no_grader_and_replay(store):
-    checks = store.save_rubric_version("notes", CHECKS_ONLY)
-    mixed = store.save_rubric_version("mixed", MIXED)
+    checks = store.rubrics.save_version("notes", CHECKS_ONLY)
+    mixed = store.rubrics.save_version("mixed", MIXED)
     assert grader_problem("none", checks) is None
     assert grader_problem("checks", checks) is None
     problem = grader_problem("none", mixed)
@@ -69,21 +69,21 @@ def test_grader_problem_is_one_check_for_no_grader_and_replay(store):
 
 
 def test_a_checks_only_run_has_no_grader_and_records_checks(store):
-    version = store.save_rubric_version("notes", CHECKS_ONLY)
+    version = store.rubrics.save_version("notes", CHECKS_ONLY)
     spec = RunSpec(version["id"], "Write a note", "replay:haiku", "none", max_iterations=1)
     assert spec.grader_model == CHECKS_GRADER
     validate_spec(spec, store)
     handle = start_run(store, spec)
     handle.wait(timeout=120)
-    run = store.get_run(handle.run_id)
+    run = store.runs.get(handle.run_id)
     assert run["grader_model"] == "checks"
-    (evaluation,) = store.run_evaluations(handle.run_id)
+    (evaluation,) = store.passes.of_run(handle.run_id)
     assert evaluation["criteria"]
     assert all(c.get("checked_by") == "code" for c in evaluation["criteria"])
 
 
 def test_no_grader_for_a_judged_criterion_is_refused_naming_it(store):
-    version = store.save_rubric_version("mixed", MIXED)
+    version = store.rubrics.save_version("mixed", MIXED)
     spec = RunSpec(version["id"], "Write a note", "replay:haiku", "none")
     with pytest.raises(SpecError, match="'Friendly tone'"):
         validate_spec(spec, store)
@@ -91,7 +91,7 @@ def test_no_grader_for_a_judged_criterion_is_refused_naming_it(store):
 
 def test_cli_run_refuses_a_replay_grader_for_another_rubric(db):
     store = Store(str(db))
-    store.save_rubric_version("mixed", MIXED)
+    store.rubrics.save_version("mixed", MIXED)
     store.close()
     line = _one_error_line(
         _invoke(db, "run", "--rubric", "mixed", "--input", "x", "--agent-model", "replay:haiku",
@@ -104,26 +104,26 @@ def test_cli_run_refuses_a_replay_grader_for_another_rubric(db):
 
 
 def test_grade_only_checks_only_and_refusals_store_nothing(store):
-    version = store.save_rubric_version("notes", CHECKS_ONLY)
+    version = store.rubrics.save_version("notes", CHECKS_ONLY)
     graded = grade_one(store, version["id"], "q", "Release v2 is out.", Grader("none"))
-    assert store.get_run(graded["run_id"])["grader_model"] == "checks"
+    assert store.runs.get(graded["run_id"])["grader_model"] == "checks"
     assert graded["evaluation"]["result"] == "satisfied"
-    mixed = store.save_rubric_version("mixed", MIXED)
-    before = store.count_runs()
+    mixed = store.rubrics.save_version("mixed", MIXED)
+    before = store.runs.count()
     rows = [{"row": 1, "input": "q", "output": "a", "labels": {}}]
     with pytest.raises(GradingError, match="'Friendly tone'"):
         grade_of(store, rows, rubric_version_id=mixed["id"], grader_model="none")
     with pytest.raises(GradingError, match="replay grader 'haiku'"):
         grade_of(store, rows, rubric_version_id=mixed["id"], grader_model="replay:haiku")
-    assert store.count_runs() == before
+    assert store.runs.count() == before
 
 
 def test_regrade_checks_only_and_mismatched_replay(store):
-    version = store.save_rubric_version("notes", CHECKS_ONLY)
+    version = store.rubrics.save_version("notes", CHECKS_ONLY)
     graded = grade_one(store, version["id"], "q", "Release v2 is out.", Grader("none"))
     result = regrade_of(store, run_ids=[graded["run_id"]], grader_model="none")
     assert result["errors"] == 0
-    assert store.get_experiment(result["experiment_id"])["grader_model"] == "checks"
+    assert store.experiments.get(result["experiment_id"])["grader_model"] == "checks"
     with pytest.raises(RegradeError, match="replay grader 'haiku'"):
         regrade_of(store, run_ids=[graded["run_id"]], grader_model="replay:haiku")
 
@@ -132,7 +132,7 @@ def test_regrade_checks_only_and_mismatched_replay(store):
 
 
 def test_the_person_grader_is_the_judge_of_judged_criteria_only(store, tmp_path):
-    version = store.save_rubric_version("notes", MIXED)
+    version = store.rubrics.save_version("notes", MIXED)
     decided = code_verdicts(version["text"], "Great release!")
     assert [v["name"] for v in decided] == ["Short", "Calm", "Names the version"]
     assert [v["passed"] for v in decided] == [True, False, False]
@@ -146,9 +146,9 @@ def test_the_person_grader_is_the_judge_of_judged_criteria_only(store, tmp_path)
         store, version["id"], "q", "Great release!",
         {"Invents a price": True, "Friendly tone": True}, reviewer="ana",
     )  # fmt: skip
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run["status"] == "needs_revision"  # two checks fail, whatever the person said
-    (evaluation,) = store.run_evaluations(run_id)
+    (evaluation,) = store.passes.of_run(run_id)
     by_name = {c["name"]: c for c in evaluation["criteria"]}
     assert [c["name"] for c in evaluation["criteria"]] == [
         "Short", "Calm", "Names the version", "Invents a price", "Friendly tone",
@@ -156,7 +156,7 @@ def test_the_person_grader_is_the_judge_of_judged_criteria_only(store, tmp_path)
     assert by_name["Calm"]["checked_by"] == "code" and not by_name["Calm"]["passed"]
     assert "checked_by" not in by_name["Friendly tone"]
     assert evaluation["score"] < 1.0
-    labels = store.labels_for([evaluation["id"]])[evaluation["id"]]
+    labels = store.labels.of_passes([evaluation["id"]])[evaluation["id"]]
     assert set(labels) == {"Invents a price", "Friendly tone"}  # the person's, not the code's
     out = tmp_path / "criteria.csv"
     export.export_file(store, out, dataset="criteria", fmt="csv")
@@ -178,8 +178,8 @@ def _outputs(tmp_path: Path) -> Path:
 
 def test_cli_grade_checks_only_with_no_grader_or_none(db, tmp_path):
     store = Store(str(db))
-    store.save_rubric_version("notes", CHECKS_ONLY)
-    store.save_rubric_version("mixed", MIXED)
+    store.rubrics.save_version("notes", CHECKS_ONLY)
+    store.rubrics.save_version("mixed", MIXED)
     store.close()
     data = _outputs(tmp_path)
     for extra in ([], ["--grader", "none"]):
@@ -190,7 +190,7 @@ def test_cli_grade_checks_only_with_no_grader_or_none(db, tmp_path):
         summary = json.loads(result.output)
         assert summary["by_result"] == {"satisfied": 1, "needs_revision": 1}
     store = Store(str(db))
-    assert {r["grader_model"] for r in store.list_runs(limit=10)} == {"checks"}
+    assert {r["grader_model"] for r in store.runs.find(limit=10)} == {"checks"}
     store.close()
     line = _one_error_line(_invoke(db, "grade", "--input-file", str(data), "--rubric", "mixed"))
     assert "'Friendly tone'" in line and "needs a grader model" in line
@@ -204,8 +204,8 @@ def test_cli_grade_checks_only_with_no_grader_or_none(db, tmp_path):
 
 def test_cli_run_batch_and_regrade_checks_only(db, tmp_path):
     store = Store(str(db))
-    store.save_rubric_version("notes", CHECKS_ONLY)
-    store.save_rubric_version("mixed", MIXED)
+    store.rubrics.save_version("notes", CHECKS_ONLY)
+    store.rubrics.save_version("mixed", MIXED)
     store.close()
     result = _invoke(
         db, "run", "--rubric", "notes", "--input", "Write a note", "--agent-model",
@@ -213,7 +213,7 @@ def test_cli_run_batch_and_regrade_checks_only(db, tmp_path):
     )  # fmt: skip
     assert result.exit_code in (0, 1), result.output
     store = Store(str(db))
-    (run,) = store.list_runs(limit=5)
+    (run,) = store.runs.find(limit=5)
     assert run["grader_model"] == "checks"
     store.close()
     inputs = tmp_path / "inputs.csv"
@@ -224,8 +224,8 @@ def test_cli_run_batch_and_regrade_checks_only(db, tmp_path):
     )  # fmt: skip
     assert "Traceback" not in result.output
     store = Store(str(db))
-    assert {r["grader_model"] for r in store.list_runs(limit=10)} == {"checks"}
-    run_id = store.list_runs(limit=1)[0]["id"]
+    assert {r["grader_model"] for r in store.runs.find(limit=10)} == {"checks"}
+    run_id = store.runs.find(limit=1)[0]["id"]
     store.close()
     result = _invoke(db, "regrade", "--run-id", str(run_id), "--json")
     assert result.exit_code == 0, result.output

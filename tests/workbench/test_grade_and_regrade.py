@@ -78,7 +78,7 @@ def _rows(n=3, labels=None):
 
 
 def _graded(store, n=4):
-    version = store.save_rubric_version("essay", RUBRIC)
+    version = store.rubrics.save_version("essay", RUBRIC)
     return version, grade_of(
         store,
         _rows(n),
@@ -91,10 +91,10 @@ def _graded(store, n=4):
 def _snapshot(store):
     """Everything a bad request must leave unchanged."""
     return (
-        store.count_runs(),
-        [store.run_evaluations(r["id"]) for r in store.list_runs(limit=100)],
-        store.labels_for(range(1, 50)),
-        store.list_experiments(),
+        store.runs.count(),
+        [store.passes.of_run(r["id"]) for r in store.runs.find(limit=100)],
+        store.labels.of_passes(range(1, 50)),
+        store.experiments.find(),
     )
 
 
@@ -178,7 +178,7 @@ def test_the_model_is_required():
 
 @pytest.mark.both_backends
 def test_graded_runs_store_one_pass_each_with_dataset_labels(store):
-    version = store.save_rubric_version("essay", RUBRIC)
+    version = store.rubrics.save_version("essay", RUBRIC)
     summary = grade_of(
         store,
         _rows(2, labels={"Has a title": True}),
@@ -190,11 +190,11 @@ def test_graded_runs_store_one_pass_each_with_dataset_labels(store):
     assert summary["by_result"] == {"needs_revision": 2}
     assert summary["labelled"] == 2
     for run_id, evaluation_id in zip(summary["run_ids"], summary["evaluation_ids"], strict=True):
-        run = store.get_run(run_id)
+        run = store.runs.get(run_id)
         assert (run["agent_kind"], run["agent_model"], run["iterations"]) == ("graded", "", 1)
         assert run["status"] == "needs_revision"
-        assert [m["role"] for m in store.transcript(run_id)] == ["human", "ai"]
-        label = store.labels_for([evaluation_id])[evaluation_id]["has a title"]
+        assert [m["role"] for m in store.runs.transcript(run_id)] == ["human", "ai"]
+        label = store.labels.of_passes([evaluation_id])[evaluation_id]["has a title"]
         assert (label["human_passed"], label["reviewer"]) == (True, "outputs.csv")
 
 
@@ -214,7 +214,7 @@ def test_dataset_labels_column_is_read():
 
 @pytest.mark.both_backends
 def test_dataset_labels_not_in_the_rubric_store_nothing(store):
-    version = store.save_rubric_version("essay", RUBRIC)
+    version = store.rubrics.save_version("essay", RUBRIC)
     before = _snapshot(store)
     with pytest.raises(GradingError, match="'rhymes'"):
         grade_of(
@@ -229,7 +229,7 @@ def test_dataset_labels_not_in_the_rubric_store_nothing(store):
 
 @pytest.mark.both_backends
 def test_a_person_grades_exactly_as_a_model_would(store):
-    version = store.save_rubric_version("essay", RUBRIC)
+    version = store.rubrics.save_version("essay", RUBRIC)
     run_id = grade_by_person(
         store,
         version["id"],
@@ -239,16 +239,16 @@ def test_a_person_grades_exactly_as_a_model_would(store):
         {"cites a source": "cannot open the link"},
         reviewer="ana",
     )
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert (run["grader_model"], run["status"]) == ("human:ana", "needs_revision")
-    (evaluation,) = store.run_evaluations(run_id)
+    (evaluation,) = store.passes.of_run(run_id)
     assert evaluation["criteria"][1] == {
         "name": "cites a source",
         "passed": False,
         "gap": "cannot open the link",
         "insufficient": True,
     }
-    labels = store.labels_for([evaluation["id"]])[evaluation["id"]]
+    labels = store.labels.of_passes([evaluation["id"]])[evaluation["id"]]
     assert list(labels) == ["has a title"]  # an undecided verdict is not a label
     before = _snapshot(store)
     with pytest.raises(GradingError, match="no gap"):
@@ -270,7 +270,7 @@ def test_a_person_grades_exactly_as_a_model_would(store):
 
 @pytest.mark.both_backends
 def test_insufficient_evidence_is_kept_apart_through_the_store(store):
-    version = store.save_rubric_version("essay", RUBRIC)
+    version = store.rubrics.save_version("essay", RUBRIC)
     summary = grade_of(
         store,
         _rows(1),
@@ -279,10 +279,10 @@ def test_insufficient_evidence_is_kept_apart_through_the_store(store):
         grader_llm_factory=lambda: _grader(_insufficient_turn()),
     )  # an insufficient-evidence verdict on 'cites a source'
     (evaluation_id,) = summary["evaluation_ids"]
-    (evaluation,) = store.run_evaluations(summary["run_ids"][0])
+    (evaluation,) = store.passes.of_run(summary["run_ids"][0])
     assert evaluation["result"] == "needs_revision"  # not a pass for the loop
     assert evaluation["criteria"][1]["insufficient"] is True
-    store.set_labels(evaluation_id, {"has a title": True, "cites a source": False}, reviewer="ana")
+    store.labels.save(evaluation_id, {"has a title": True, "cites a source": False}, reviewer="ana")
     report = agreement_with_labels(store, run_ids=summary["run_ids"])
     source = next(c for c in report["criteria"] if c["name"] == "cites a source")
     assert (source["n"], source["insufficient"], source["true_fail"]) == (0, 1, 0)
@@ -298,19 +298,20 @@ def test_insufficient_evidence_is_kept_apart_through_the_store(store):
 def test_labels_set_change_and_unknown_criterion(store):
     _, summary = _graded(store, n=2)
     first, second = sorted(summary["evaluation_ids"])
-    store.set_labels(first, {"cites a source": True}, reviewer="ana", note="it cites one")
-    store.set_labels(first, {"cites a source": False}, reviewer="bo")
-    label = store.labels_for([first])[first]["cites a source"]
+    store.labels.save(first, {"cites a source": True}, reviewer="ana", note="it cites one")
+    store.labels.save(first, {"cites a source": False}, reviewer="bo")
+    label = store.labels.of_passes([first])[first]["cites a source"]
     assert (label["human_passed"], label["reviewer"], label["label_note"]) == (False, "bo", "")
     before = _snapshot(store)
     with pytest.raises(StoreError, match="no criterion 'rhymes'"):
-        store.set_labels(second, {"has a title": True, "rhymes": True}, reviewer="ana")
+        store.labels.save(second, {"has a title": True, "rhymes": True}, reviewer="ana")
     assert _snapshot(store) == before
-    items = store.review_items(batch_id=summary["batch_id"])
+    items = store.labels.review_items(batch_id=summary["batch_id"])
     assert next_unlabelled(items)["evaluation_id"] == first  # 'has a title' is unlabelled
-    store.set_labels(first, {"has a title": True}, reviewer="ana")
+    store.labels.save(first, {"has a title": True}, reviewer="ana")
     assert (
-        next_unlabelled(store.review_items(batch_id=summary["batch_id"]))["evaluation_id"] == second
+        next_unlabelled(store.labels.review_items(batch_id=summary["batch_id"]))["evaluation_id"]
+        == second
     )
 
 
@@ -370,8 +371,8 @@ def test_agreement_with_no_labels_is_a_clear_error(store):
 @pytest.mark.both_backends
 def test_regrade_stores_an_experiment_and_leaves_the_runs_alone(store):
     _, summary = _graded(store)
-    v2 = store.save_rubric_version("essay", RUBRIC + "\n- is short")
-    before = [store.run_evaluations(r) for r in summary["run_ids"]]
+    v2 = store.rubrics.save_version("essay", RUBRIC + "\n- is short")
+    before = [store.passes.of_run(r) for r in summary["run_ids"]]
     three = verdict_turn(
         "satisfied", [("has a title", True), ("cites a source", True), ("is short", True)]
     )
@@ -384,11 +385,11 @@ def test_regrade_stores_an_experiment_and_leaves_the_runs_alone(store):
         max_concurrency=3,
     )
     assert (result["items"], result["errors"], result["consistency"]) == (4, 0, None)
-    assert [store.run_evaluations(r) for r in summary["run_ids"]] == before
-    experiment = store.get_experiment(result["experiment_id"])
+    assert [store.passes.of_run(r) for r in summary["run_ids"]] == before
+    experiment = store.experiments.get(result["experiment_id"])
     assert (experiment["status"], experiment["version"], experiment["items"]) == ("done", 2, 4)
     assert experiment["source"]["batch_id"] == summary["batch_id"]
-    verdicts = store.experiment_verdicts(result["experiment_id"])
+    verdicts = store.experiments.verdicts(result["experiment_id"])
     assert set(verdicts) == set(summary["evaluation_ids"])
 
 
@@ -412,7 +413,7 @@ def test_regrade_with_samples_reports_flip_rates(store):
 @pytest.mark.both_backends
 def test_regrade_of_runs_from_different_rubrics_stores_nothing(store):
     _, summary = _graded(store, n=1)
-    other = store.save_rubric_version("poem", "- rhymes")
+    other = store.rubrics.save_version("poem", "- rhymes")
     poem = grade_of(
         store,
         _rows(1),
@@ -435,8 +436,8 @@ def test_regrade_of_runs_from_different_rubrics_stores_nothing(store):
 def test_compare_two_experiments_with_their_agreement(store):
     _, summary = _graded(store, n=2)
     first, second = sorted(summary["evaluation_ids"])
-    store.set_labels(first, {"has a title": True, "cites a source": True}, reviewer="ana")
-    store.set_labels(second, {"has a title": True, "cites a source": False}, reviewer="ana")
+    store.labels.save(first, {"has a title": True, "cites a source": True}, reviewer="ana")
+    store.labels.save(second, {"has a title": True, "cites a source": False}, reviewer="ana")
     strict = regrade_of(
         store,
         run_ids=summary["run_ids"],
@@ -583,7 +584,7 @@ def test_a_graded_pass_is_stored_despite_a_transient_write_failure(store, monkey
     """A grade-only pass whose write first meets a locked store is retried, not lost."""
     from rubric_core.store import StoreError
 
-    real = store.record_evaluation
+    real = store.passes.record
     tries = []
 
     def locked_once(run_id, evaluation):
@@ -592,17 +593,17 @@ def test_a_graded_pass_is_stored_despite_a_transient_write_failure(store, monkey
             raise StoreError("database is locked", kind="locked")
         return real(run_id, evaluation)
 
-    monkeypatch.setattr(store, "record_evaluation", locked_once)
+    monkeypatch.setattr(store.passes, "record", locked_once)
     _, summary = _graded(store, n=1)
-    run = store.list_runs(limit=1)[0]
+    run = store.runs.find(limit=1)[0]
     assert len(tries) == 2
     assert run["status"] == "needs_revision"
-    assert [e["result"] for e in store.run_evaluations(run["id"])] == ["needs_revision"]
+    assert [e["result"] for e in store.passes.of_run(run["id"])] == ["needs_revision"]
 
 
 def test_review_leaves_out_passes_without_verdicts(store):
     """A grader-error pass has nothing to label: Review and Agreement do not count it."""
-    version = store.save_rubric_version("essay", RUBRIC)
+    version = store.rubrics.save_version("essay", RUBRIC)
     from rubric_core.providers import resolve_model
 
     broken = resolve_model("replay:grader_error", role="grader")  # its grader raises
@@ -613,10 +614,10 @@ def test_review_leaves_out_passes_without_verdicts(store):
         grader_model="replay:x",
         grader_llm_factory=lambda: broken,
     )
-    run = store.list_runs(limit=1)[0]
-    stored = store.run_evaluations(run["id"])
+    run = store.runs.find(limit=1)[0]
+    stored = store.passes.of_run(run["id"])
     assert [e["result"] for e in stored] == ["grader_error"]
-    assert store.review_items(batch_id=summary["batch_id"]) == []
+    assert store.labels.review_items(batch_id=summary["batch_id"]) == []
     # a link to that pass still opens it (the Review page asks for the run's passes)
-    items = store.review_items(run_ids=[run["id"]], final_only=False, judged_only=False)
+    items = store.labels.review_items(run_ids=[run["id"]], final_only=False, judged_only=False)
     assert [i["criteria"] for i in items if i["evaluation_id"] == stored[0]["id"]] == [[]]

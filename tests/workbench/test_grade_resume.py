@@ -66,7 +66,7 @@ def _dataset(tmp_path: Path) -> Path:
 def test_a_killed_grade_keeps_each_pass_with_its_labels_and_resumes(tmp_path, db_target):
     db, data = db_target, _dataset(tmp_path)
     with Store(db) as store:
-        store.save_rubric_version("bottle", RUBRIC)
+        store.rubrics.save_version("bottle", RUBRIC)
     killed = subprocess.run(
         [sys.executable, "-c", _KILL, str(db), str(data)],
         cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
@@ -74,11 +74,11 @@ def test_a_killed_grade_keeps_each_pass_with_its_labels_and_resumes(tmp_path, db
     assert killed.returncode == -9, killed.stderr[-2000:]
 
     with Store(db) as store:
-        runs = store.batch_runs("graded-killed")
+        runs = store.runs.of_batch("graded-killed")
         assert 0 < len(runs) <= KILLED_AT + 1
-        passes = [p for r in runs for p in store.run_evaluations(r["id"])]
+        passes = [p for r in runs for p in store.passes.of_run(r["id"])]
         assert len(passes) >= KILLED_AT
-        labelled = store.labels_for([p["id"] for p in passes])
+        labelled = store.labels.of_passes([p["id"] for p in passes])
         assert all(len(labelled.get(p["id"], {})) == 2 for p in passes), labelled
 
         summary = grade_path(
@@ -86,22 +86,22 @@ def test_a_killed_grade_keeps_each_pass_with_its_labels_and_resumes(tmp_path, db
             batch_id="graded-killed", resume=True,
         )  # fmt: skip
         assert summary["skipped"] == KILLED_AT
-        runs = store.batch_runs("graded-killed")
+        runs = store.runs.of_batch("graded-killed")
         assert sorted(r["input_index"] for r in runs) == list(range(ROWS))
         assert not {r["status"] for r in runs} & {"running", "interrupted", "error"}
-        passes = [p for r in runs for p in store.run_evaluations(r["id"])]
+        passes = [p for r in runs for p in store.passes.of_run(r["id"])]
         assert len(passes) == ROWS
-        labelled = store.labels_for([p["id"] for p in passes])
+        labelled = store.labels.of_passes([p["id"] for p in passes])
         assert sum(len(v) for v in labelled.values()) == 2 * ROWS
 
 
 def test_resume_on_a_graded_run_points_to_grade_resume(tmp_path):
     db, data = tmp_path / "studio.db", _dataset(tmp_path)
     with Store(db) as store:
-        store.save_rubric_version("bottle", RUBRIC)
+        store.rubrics.save_version("bottle", RUBRIC)
         summary = grade_path(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")  # fmt: skip
         run_id = summary["run_ids"][0]
-        store.finish_run(run_id, status="interrupted")
+        store.runs.finish(run_id, status="interrupted")
     result = CliRunner().invoke(cli, ["resume", str(run_id), "--db", str(db)])
     assert result.exit_code == 2, result.output
     assert "grade-only run" in result.output and f"--resume {summary['batch_id']}" in result.output
@@ -136,7 +136,7 @@ _KILL_REGRADE = textwrap.dedent(
 def test_a_killed_regrade_is_interrupted_agreement_says_so_and_it_resumes(tmp_path, db_target):
     db, data = db_target, _dataset(tmp_path)
     with Store(db) as store:
-        store.save_rubric_version("bottle", RUBRIC)
+        store.rubrics.save_version("bottle", RUBRIC)
         batch = grade_path(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")["batch_id"]  # fmt: skip
     killed = subprocess.run(
         [sys.executable, "-c", _KILL_REGRADE, str(db), batch],
@@ -145,7 +145,7 @@ def test_a_killed_regrade_is_interrupted_agreement_says_so_and_it_resumes(tmp_pa
     assert killed.returncode == -9, killed.stderr[-2000:]
 
     with Store(db) as store:  # opening it sees the experiment's process is gone
-        (experiment,) = store.list_experiments()
+        (experiment,) = store.experiments.find()
         assert experiment["status"] == "interrupted"
         assert experiment["items"] == KILLED_AT
         assert f"regrade --resume {experiment['id']}" in experiment["error"]
@@ -159,9 +159,9 @@ def test_a_killed_regrade_is_interrupted_agreement_says_so_and_it_resumes(tmp_pa
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.output)["items"] == ROWS - KILLED_AT
     with Store(db) as store:
-        done = store.get_experiment(experiment["id"])
+        done = store.experiments.get(experiment["id"])
         assert (done["status"], done["items"]) == ("done", ROWS)
-        items = store.experiment_items(experiment["id"])
+        items = store.experiments.items(experiment["id"])
         assert len({(i["evaluation_id"], i["sample"]) for i in items}) == ROWS
     again = CliRunner().invoke(cli, ["regrade", "--resume", str(experiment["id"]), "--db", str(db)])  # fmt: skip
     assert again.exit_code == 2 and "is done" in again.output
@@ -170,13 +170,13 @@ def test_a_killed_regrade_is_interrupted_agreement_says_so_and_it_resumes(tmp_pa
 def test_an_open_store_reads_a_dead_processes_experiment_as_interrupted(tmp_path):
     db, data = tmp_path / "studio.db", _dataset(tmp_path)
     with Store(db) as store:  # opened before the regrade dies, as a dashboard's store is
-        store.save_rubric_version("bottle", RUBRIC)
+        store.rubrics.save_version("bottle", RUBRIC)
         batch = grade_path(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")["batch_id"]  # fmt: skip
         killed = subprocess.run(
             [sys.executable, "-c", _KILL_REGRADE, str(db), batch],
             cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
         assert killed.returncode == -9, killed.stderr[-2000:]
-        (experiment,) = store.list_experiments()
+        (experiment,) = store.experiments.find()
         assert experiment["status"] == "interrupted"
-        assert store.get_experiment(experiment["id"])["status"] == "interrupted"
+        assert store.experiments.get(experiment["id"])["status"] == "interrupted"

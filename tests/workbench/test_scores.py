@@ -58,7 +58,7 @@ def test_a_store_with_the_workbench_under_its_old_name_still_opens(tmp_path):
         )
     conn.close()
     with Store(tmp_path / "s.db") as store:
-        assert store.save_rubric_version("essay", RUBRIC)["version"] == 1
+        assert store.rubrics.save_version("essay", RUBRIC)["version"] == 1
 
 
 def test_a_panel_votes_only_on_the_judged_criteria_and_the_pass_is_scored():
@@ -111,13 +111,13 @@ def test_insufficient_evidence_counts_as_not_passed_in_the_score(tmp_path):
     assert evaluation["score"] == 0.25  # 1 of 4 positive weight
 
     with Store(tmp_path / "s.db") as store:
-        version = store.save_rubric_version("essay", RUBRIC)
-        run_id = store.create_run(
+        version = store.rubrics.save_version("essay", RUBRIC)
+        run_id = store.runs.create(
             rubric_version_id=version["id"], input="q", agent_model="",
             grader_model="replay:x", max_iterations=1, agent_kind="graded",
         )  # fmt: skip
-        store.record_evaluation(run_id, evaluation)
-        [stored] = store.run_evaluations(run_id)
+        store.passes.record(run_id, evaluation)
+        [stored] = store.passes.of_run(run_id)
         rows = list(iter_rows(store, "criteria"))
     assert stored["score"] == 0.25
     assert stored["criteria"][0] == {

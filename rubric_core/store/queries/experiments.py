@@ -16,16 +16,15 @@ from rubric_core.evaluate import combine_panel
 from rubric_core.limits import is_single_line
 from rubric_core.store.errors import StoreError
 from rubric_core.store.owner import current_owner, pid_alive
-from rubric_core.store.queries.passes import PassQueries
 from rubric_core.store.rows import evaluation_row, pass_run_id, stored_verdict
 from rubric_core.store.sqlbase import now_iso, returned_id
 from rubric_core.store.validation import MAX_NAME_CHARS, optional_text, require_int, require_text
 
 if TYPE_CHECKING:
     from rubric_core.schema import RubricEvaluation
-    from rubric_core.store.sqlbase import Tx
+    from rubric_core.store.sqlbase import SQLBackend, Tx
 
-__all__ = ["EXPERIMENT_STATUSES", "ExperimentQueries"]
+__all__ = ["EXPERIMENT_STATUSES", "Experiments"]
 
 EXPERIMENT_STATUSES: tuple[str, ...] = ("running", "done", "stopped", "error", "interrupted")
 """An experiment is `running` while it grades, then `done`, `stopped` (on request) or
@@ -62,10 +61,13 @@ def _decode(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-class ExperimentQueries(PassQueries):
-    """The experiment methods of `Store` (see the module docstring)."""
+class Experiments:
+    """`Store.experiments`: re-grading experiments (see the module docstring)."""
 
-    def create_experiment(
+    def __init__(self, backend: SQLBackend) -> None:
+        self._backend = backend
+
+    def create(
         self,
         *,
         name: str,
@@ -119,7 +121,7 @@ class ExperimentQueries(PassQueries):
 
         return self._backend.write(job)
 
-    def record_experiment_item(
+    def record_item(
         self, experiment_id: int, evaluation_id: int, sample: int, evaluation: RubricEvaluation
     ) -> int:
         """Store one grading of source pass `evaluation_id` (sample `sample`); idempotent on
@@ -178,9 +180,7 @@ class ExperimentQueries(PassQueries):
 
         return self._backend.write(job)
 
-    def finish_experiment(
-        self, experiment_id: int, *, status: str = "done", error: str | None = None
-    ) -> None:
+    def finish(self, experiment_id: int, *, status: str = "done", error: str | None = None) -> None:
         """Close an experiment as `done`, `stopped` or `error` (with its error text)."""
         experiment_id = require_int(experiment_id, "experiment_id", minimum=1)
         if status not in EXPERIMENT_STATUSES[1:]:
@@ -196,13 +196,13 @@ class ExperimentQueries(PassQueries):
 
         self._backend.write(job)
 
-    def resume_experiment(self, experiment_id: int) -> None:
+    def resume(self, experiment_id: int) -> None:
         """Mark an experiment `running` again, owned by this process (`regrade --resume`).
 
         Raises:
             StoreError: Unknown experiment.
         """
-        self.get_experiment(experiment_id)
+        self.get(experiment_id)
         owner = current_owner()
         self._backend.write(
             lambda tx: tx.run(
@@ -212,7 +212,7 @@ class ExperimentQueries(PassQueries):
             )
         )
 
-    def get_experiment(self, experiment_id: int) -> dict[str, Any]:
+    def get(self, experiment_id: int) -> dict[str, Any]:
         """One experiment's settings, status and item count.
 
         Raises:
@@ -225,16 +225,16 @@ class ExperimentQueries(PassQueries):
             raise StoreError(msg, kind="invalid")
         return _decode(row)
 
-    def list_experiments(self, *, rubric: str | None = None) -> list[dict[str, Any]]:
+    def find(self, *, rubric: str | None = None) -> list[dict[str, Any]]:
         """Every experiment (of one rubric, when named), newest first."""
         where, params = ("WHERE rb.name = ?", [rubric]) if rubric else ("", [])
         rows = self._backend.query(f"SELECT {_COLUMNS} {_FROM} {where} ORDER BY x.id DESC", params)
         return [_decode(row) for row in rows]
 
-    def experiment_items(self, experiment_id: int) -> list[dict[str, Any]]:
+    def items(self, experiment_id: int) -> list[dict[str, Any]]:
         """Every grading of the experiment, by source pass then sample: `{id, evaluation_id,
         run_id, sample, result, explanation, criteria, judges, draft, input}`."""
-        self.get_experiment(experiment_id)
+        self.get(experiment_id)
         items = self._backend.query(
             "SELECT i.id, i.evaluation_id, i.run_id, i.sample, i.result, i.explanation, i.judges, "
             "i.started_at, i.duration_s, i.grader_attempts, i.grader_input_tokens, "
@@ -258,12 +258,12 @@ class ExperimentQueries(PassQueries):
             by_id[int(row["item_id"])]["criteria"].append(stored_verdict(row))
         return items
 
-    def experiment_verdicts(self, experiment_id: int) -> dict[int, list[dict[str, Any]]]:
+    def verdicts(self, experiment_id: int) -> dict[int, list[dict[str, Any]]]:
         """The experiment's verdicts by source evaluation id, for `evaluate.compare_experiments`
         and `evaluate.pair_up`. Several samples of a pass are combined by strict majority
         (`evaluate.combine_panel`); samples that judged nothing (`grader_error`) are left out."""
         grouped: dict[int, list[list[dict[str, Any]]]] = {}
-        for item in self.experiment_items(experiment_id):
+        for item in self.items(experiment_id):
             if item["criteria"]:
                 grouped.setdefault(int(item["evaluation_id"]), []).append(item["criteria"])
         verdicts: dict[int, list[dict[str, Any]]] = {}
@@ -278,9 +278,9 @@ class ExperimentQueries(PassQueries):
             ]
         return verdicts
 
-    def experiment_samples(self, experiment_id: int) -> dict[int, list[list[dict[str, Any]]]]:
+    def samples(self, experiment_id: int) -> dict[int, list[list[dict[str, Any]]]]:
         """Every sample's verdicts by source evaluation id, for `evaluate.consistency_report`."""
         grouped: dict[int, list[list[dict[str, Any]]]] = {}
-        for item in self.experiment_items(experiment_id):
+        for item in self.items(experiment_id):
             grouped.setdefault(int(item["evaluation_id"]), []).append(item["criteria"])
         return grouped

@@ -11,12 +11,12 @@ import contextlib
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rubric_core.store.queries.runs import RunQueries
-
 if TYPE_CHECKING:
     from rubric_core.store.filters import RunFilters
+    from rubric_core.store.queries.runs import Runs
+    from rubric_core.store.sqlbase import SQLBackend
 
-__all__ = ["CriteriaStreams", "ExportQueries"]
+__all__ = ["CriteriaStreams", "Exports"]
 
 Batches = Generator[list[tuple[Any, ...]], None, None]
 """Rows of one read, a batch (list of tuples) at a time."""
@@ -94,11 +94,15 @@ class CriteriaStreams(NamedTuple):
     """`_LABEL_SELECT`'s rows: `evaluation_id`, `criterion`, `human_passed`, `reviewer`, `note`."""
 
 
-class ExportQueries(RunQueries):
-    """The export reads of `Store`."""
+class Exports:
+    """`Store.exports`: the export datasets' reads."""
+
+    def __init__(self, backend: SQLBackend, runs: Runs) -> None:
+        self._backend = backend
+        self._runs = runs
 
     @contextlib.contextmanager
-    def criteria_export_streams(self, filters: RunFilters, size: int) -> Iterator[CriteriaStreams]:
+    def criteria_streams(self, filters: RunFilters, size: int) -> Iterator[CriteriaStreams]:
         """The passes, verdicts and labels of the matching runs, in one read snapshot.
 
         Passes and labels come `size` rows per batch, verdicts `4 * size`. The caller
@@ -107,7 +111,7 @@ class ExportQueries(RunQueries):
         Raises:
             StoreError: A filter value is invalid.
         """
-        where, params = self.run_filter_sql(filters)
+        where, params = self._runs.filter_sql(filters)
         with self._backend.snapshot() as stream:
             yield CriteriaStreams(
                 stream(_PASS_SELECT.format(where=where), params, size),
@@ -115,11 +119,11 @@ class ExportQueries(RunQueries):
                 stream(_LABEL_SELECT.format(where=where), params, size),
             )
 
-    def runs_export_batches(self, filters: RunFilters, size: int) -> Batches:
+    def run_batches(self, filters: RunFilters, size: int) -> Batches:
         """The `runs` dataset's rows (`_RUNS_SELECT`), `size` per batch, on a read of its own.
 
         Raises:
             StoreError: A filter value is invalid.
         """
-        where, params = self.run_filter_sql(filters)
+        where, params = self._runs.filter_sql(filters)
         return self._backend.stream(_RUNS_SELECT.format(where=where), params, max(1, size))

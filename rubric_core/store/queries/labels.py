@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING, Any
 from rubric_core.limits import MAX_NOTE_CHARS, cut_text
 from rubric_core.store.errors import StoreError
 from rubric_core.store.filters import RunFilters
-from rubric_core.store.queries.experiments import ExperimentQueries
 from rubric_core.store.rows import pass_run_id, stored_verdict
 from rubric_core.store.sqlbase import now_iso
 from rubric_core.store.validation import require_int, require_text
 
 if TYPE_CHECKING:
     from rubric_core.schema import RubricEvaluation
-    from rubric_core.store.sqlbase import Tx
+    from rubric_core.store.queries.experiments import Experiments
+    from rubric_core.store.queries.passes import Passes
+    from rubric_core.store.queries.runs import Runs
+    from rubric_core.store.sqlbase import SQLBackend, Tx
 
-__all__ = ["LabelQueries", "LabelRecord"]
+__all__ = ["LabelRecord", "Labels"]
 
 LabelRecord = dict[str, Any]
 """`{"human_passed": bool, "reviewer": str, "label_note": str, "labelled_at": str}`."""
@@ -85,10 +87,18 @@ def write_labels(tx: Tx, rows: Sequence[tuple[int, str, bool, str, str]]) -> int
     return len(rows)
 
 
-class LabelQueries(ExperimentQueries):
-    """The label and review-queue methods of `Store` (see the module docstring)."""
+class Labels:
+    """`Store.labels`: human labels and the review queue (see the module docstring)."""
 
-    def set_labels(
+    def __init__(
+        self, backend: SQLBackend, runs: Runs, passes: Passes, experiments: Experiments
+    ) -> None:
+        self._backend = backend
+        self._runs = runs
+        self._passes = passes
+        self._experiments = experiments
+
+    def save(
         self,
         evaluation_id: int,
         labels: Mapping[str, bool],
@@ -118,7 +128,7 @@ class LabelQueries(ExperimentQueries):
             msg = f"labels must map criterion to true/false, got {labels!r}"
             raise StoreError(msg, kind="invalid")
         notes = notes or {}
-        return self.import_labels(
+        return self.import_rows(
             [
                 {
                     "evaluation_id": evaluation_id,
@@ -149,7 +159,7 @@ class LabelQueries(ExperimentQueries):
         if not isinstance(labels, Mapping):
             msg = f"labels must map criterion to true/false, got {labels!r}"
             raise StoreError(msg, kind="invalid")
-        record = self._pass_job(run_id, evaluation)
+        record = self._passes.write_job(run_id, evaluation)
         given = dict(labels)
 
         def job(tx: Tx) -> tuple[int, int]:
@@ -170,7 +180,7 @@ class LabelQueries(ExperimentQueries):
 
         return self._backend.write(job)
 
-    def import_labels(self, labels: Iterable[Mapping[str, Any]]) -> int:
+    def import_rows(self, labels: Iterable[Mapping[str, Any]]) -> int:
         """Store many labels `{evaluation_id, criterion, human_passed, reviewer, note?}` in
         one transaction: all of them, or (on any error) none. Returns how many.
 
@@ -182,7 +192,7 @@ class LabelQueries(ExperimentQueries):
             return 0
         return self._backend.write(lambda tx: write_labels(tx, rows))
 
-    def labels_for(self, evaluation_ids: Iterable[int]) -> dict[int, dict[str, LabelRecord]]:
+    def of_passes(self, evaluation_ids: Iterable[int]) -> dict[int, dict[str, LabelRecord]]:
         """`{evaluation_id: {criterion: {human_passed, reviewer, label_note, labelled_at}}}`
         for the given passes (those without labels are left out)."""
         ids = [require_int(i, "evaluation id", minimum=1) for i in evaluation_ids]
@@ -212,7 +222,7 @@ class LabelQueries(ExperimentQueries):
     ) -> tuple[str, list[Any]] | None:
         """The `WHERE` clause over `runs r` the review methods share; `None`: no run at all."""
         filters = RunFilters.from_args(filters, **({"batch_id": batch_id} if batch_id else {}))
-        where, params = self.run_filter_sql(filters)
+        where, params = self._runs.filter_sql(filters)
         if run_ids is not None:
             ids = [require_int(i, "run id", minimum=1) for i in run_ids]
             if not ids:
@@ -255,8 +265,8 @@ class LabelQueries(ExperimentQueries):
         experiment: dict[int, list[dict[str, Any]]] | None = None
         grader_override: str | None = None
         if experiment_id is not None:
-            settings = self.get_experiment(experiment_id)
-            experiment = self.experiment_verdicts(experiment_id)
+            settings = self._experiments.get(experiment_id)
+            experiment = self._experiments.verdicts(experiment_id)
             grader_override = settings["grader_model"]
             ids = list(experiment)
             if not ids:
@@ -285,7 +295,7 @@ class LabelQueries(ExperimentQueries):
         if not rows:
             return []
         criteria = self._criteria_of([int(r["evaluation_id"]) for r in rows])
-        labels = self.labels_for(int(r["evaluation_id"]) for r in rows)
+        labels = self.of_passes(int(r["evaluation_id"]) for r in rows)
         for row in rows:
             eid = int(row["evaluation_id"])
             row["criteria"] = experiment[eid] if experiment is not None else criteria.get(eid, [])

@@ -9,7 +9,7 @@ from rubric_core.rubric import RubricError, parse_criteria
 from rubric_core.store.errors import StoreError
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.pass_counts import served_by_counts, summary_pass_rates_sql
-from rubric_core.store.queries.runs import RunQueries, require_run
+from rubric_core.store.queries.runs import require_run
 from rubric_core.store.rows import evaluation_row, stored_verdict
 from rubric_core.store.sqlbase import now_iso, returned_id
 from rubric_core.store.validation import require_int
@@ -18,22 +18,28 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from rubric_core.schema import RubricEvaluation
-    from rubric_core.store.sqlbase import Tx
+    from rubric_core.store.queries.rubrics import Rubrics
+    from rubric_core.store.queries.runs import Runs
+    from rubric_core.store.sqlbase import SQLBackend, Tx
 
-__all__ = ["PassQueries"]
+__all__ = ["Passes"]
 
 _LATEST_PASS = "r.final_evaluation_id"
 """The id of run `r`'s final pass: the column the triggers of `store.final_pass` keep
 (its latest `started_at`, then its highest id); the one definition of "the final pass"."""
 
 
-class PassQueries(RunQueries):
-    """The grading-pass methods of `Store`."""
+class Passes:
+    """`Store.passes`: grading passes, their verdicts and pass rates."""
 
-    _weight_cache: dict[int, dict[str, int]]
-    """Criterion weights per run id (`_weights`); `Store.__init__` starts it empty."""
+    def __init__(self, backend: SQLBackend, runs: Runs, rubrics: Rubrics) -> None:
+        self._backend = backend
+        self._runs = runs
+        self._rubrics = rubrics
+        self._weight_cache: dict[int, dict[str, int]] = {}
+        """Criterion weights per run id (`_weights`)."""
 
-    def record_evaluation(self, run_id: int, evaluation: RubricEvaluation) -> int:
+    def record(self, run_id: int, evaluation: RubricEvaluation) -> int:
         """Commit one grading pass and its criterion verdicts; returns the evaluation id.
 
         Idempotent on (run_id, grading_run_id, iteration): recording the same pass
@@ -43,9 +49,9 @@ class PassQueries(RunQueries):
         Raises:
             StoreError: Unknown run, or the evaluation dict is malformed.
         """
-        return self._backend.write(self._pass_job(run_id, evaluation))
+        return self._backend.write(self.write_job(run_id, evaluation))
 
-    def _pass_job(self, run_id: int, evaluation: RubricEvaluation) -> Callable[[Tx], int]:
+    def write_job(self, run_id: int, evaluation: RubricEvaluation) -> Callable[[Tx], int]:
         """The write job of `record_evaluation` (checked now), for a caller that adds to
         its transaction (`record_labelled_pass`)."""
         run_id = require_int(run_id, "run_id")
@@ -118,11 +124,11 @@ class PassQueries(RunQueries):
         follows reports what is wrong with the store (and recovers what it can).
         """
         if run_id not in self._weight_cache:
-            text = self._new_run_rubrics.pop(run_id, None)  # a run created here: known
+            text = self._runs.take_new_rubric(run_id)  # a run created here: known
             try:
                 if text is None:
-                    version_id = int(self.get_run(run_id)["rubric_version_id"])
-                    text = self.get_rubric_version(version_id)["text"]
+                    version_id = int(self._runs.get(run_id)["rubric_version_id"])
+                    text = self._rubrics.version(version_id)["text"]
             except StoreError:
                 return {}
             try:
@@ -132,13 +138,13 @@ class PassQueries(RunQueries):
             self._weight_cache[run_id] = weights
         return self._weight_cache[run_id]
 
-    def run_evaluations(self, run_id: int) -> list[dict[str, Any]]:
+    def of_run(self, run_id: int) -> list[dict[str, Any]]:
         """A run's grading passes, oldest first, each shaped like `RubricEvaluation` plus `id`.
 
         Raises:
             StoreError: No run has that id.
         """
-        run_id = self._known_run(run_id)
+        run_id = self._runs.known(run_id)
         evaluations = self._backend.query(
             "SELECT id, run_id, grading_run_id, iteration, result, status, explanation, draft, "
             "started_at, duration_s, grader_attempts, grader_input_tokens, grader_output_tokens, "
@@ -165,7 +171,7 @@ class PassQueries(RunQueries):
             by_id[row["evaluation_id"]]["criteria"].append(stored_verdict(row))
         return evaluations
 
-    def evaluation_run_id(self, evaluation_id: int) -> int:
+    def run_of(self, evaluation_id: int) -> int:
         """The run a stored pass belongs to.
 
         Raises:
@@ -180,7 +186,7 @@ class PassQueries(RunQueries):
             raise StoreError(msg, kind="invalid")
         return int(row["run_id"])
 
-    def last_run_and_pass_ids(self) -> tuple[int, int]:
+    def last_ids(self) -> tuple[int, int]:
         """`(highest run id, highest pass id)`, 0 where there is none. Rows are never deleted,
         so the pair changes exactly when a run or a pass is added."""
         row = self._backend.query_one(
@@ -189,7 +195,7 @@ class PassQueries(RunQueries):
         )
         return (int(row["runs"]), int(row["passes"])) if row else (0, 0)
 
-    def batch_final_verdicts(self, batch_id: str) -> list[dict[str, Any]]:
+    def final_verdicts_of_batch(self, batch_id: str) -> list[dict[str, Any]]:
         """The verdicts of the final pass of each run of batch `batch_id`: `{run_id, criterion,
         passed, insufficient}`, by run then rubric position. A run whose final pass has no
         verdicts (a grader error), or that has no pass yet, has no rows."""
@@ -218,9 +224,9 @@ class PassQueries(RunQueries):
             {criterion, passed, total, pass_rate, position} in rubric order.
         """
         chosen = RunFilters.from_args(filters, **filter_args)
-        where, params = self.run_filter_sql(chosen)  # also checks the rubric and version
+        where, params = self._runs.filter_sql(chosen)  # also checks the rubric and version
         if served_by_counts(chosen, final_only=final_only):
-            rubric_id = None if chosen.rubric is None else self._rubric_id(chosen.rubric)
+            rubric_id = None if chosen.rubric is None else self._rubrics.id_of(chosen.rubric)
             rows = self._backend.query(*summary_pass_rates_sql(rubric_id, chosen.version_id))
         else:
             final = f" AND e.id = {_LATEST_PASS}"

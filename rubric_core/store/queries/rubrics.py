@@ -14,7 +14,7 @@ from rubric_core.store.validation import clean_name, clean_tags, require_int, re
 if TYPE_CHECKING:
     from rubric_core.store.sqlbase import SQLBackend, Tx
 
-__all__ = ["RubricQueries"]
+__all__ = ["Rubrics"]
 
 _VERSION_SELECT = (
     "SELECT v.id, v.rubric_id, rb.name, v.version, v.text, v.criteria, v.note, v.created_at "
@@ -35,12 +35,13 @@ def _replace_tags(tx: Tx, rubric_id: int, tags: list[str]) -> None:
     )
 
 
-class RubricQueries:
-    """The rubric methods of `Store`; the root of the query classes (it holds `_backend`)."""
+class Rubrics:
+    """`Store.rubrics`: rubrics, their numbered versions and tags."""
 
-    _backend: SQLBackend
+    def __init__(self, backend: SQLBackend) -> None:
+        self._backend = backend
 
-    def save_rubric_version(
+    def save_version(
         self, name: str, text: str, *, tags: list[str] | None = None, note: str = ""
     ) -> dict[str, Any]:
         """Save `text` as the next version of rubric `name` (created if new).
@@ -98,9 +99,9 @@ class RubricQueries:
             tx.run("UPDATE rubrics SET updated_at = ? WHERE id = ?", (now, rubric_id))
             return version_id
 
-        return self.get_rubric_version(self._backend.write(job))
+        return self.version(self._backend.write(job))
 
-    def set_rubric_tags(self, name: str, tags: list[str]) -> None:
+    def set_tags(self, name: str, tags: list[str]) -> None:
         """Replace the tags of rubric `name`.
 
         Raises:
@@ -119,7 +120,7 @@ class RubricQueries:
 
         self._backend.write(job)
 
-    def list_rubrics(self) -> list[dict[str, Any]]:
+    def find(self) -> list[dict[str, Any]]:
         """Every rubric, by name: {id, name, tags, latest_version, latest_version_id, versions, updated_at}."""
         rows = self._backend.query(
             """
@@ -149,7 +150,7 @@ class RubricQueries:
             for row in rows
         ]
 
-    def rubric_versions(self, name: str) -> list[dict[str, Any]]:
+    def versions(self, name: str) -> list[dict[str, Any]]:
         """Every version of rubric `name`, oldest first.
 
         Raises:
@@ -163,7 +164,7 @@ class RubricQueries:
             raise unknown_rubric(name)
         return [_decode_version(row) for row in rows]
 
-    def get_rubric_version(self, version_id: int) -> dict[str, Any]:
+    def version(self, version_id: int) -> dict[str, Any]:
         """One version row by id.
 
         Raises:
@@ -174,3 +175,8 @@ class RubricQueries:
         if row is None:
             raise unknown_version(version_id)
         return _decode_version(row)
+
+    def id_of(self, name: str) -> int | None:
+        """The id of rubric `name`, or None."""
+        row = self._backend.query_one("SELECT id FROM rubrics WHERE name = ?", (name,))
+        return int(row["id"]) if row else None

@@ -14,7 +14,6 @@ from rubric_core.schema import GRADED_KIND, KEEP_CHOICES, RUN_AGENT_KINDS, RUN_S
 from rubric_core.store.errors import StoreError, unknown_rubric, unknown_run, unknown_version
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.owner import current_owner, pid_alive
-from rubric_core.store.queries.rubrics import RubricQueries
 from rubric_core.store.rows import MessageRow, message_row, stored_score
 from rubric_core.store.sqlbase import now_iso, parse_iso, returned_id
 from rubric_core.store.validation import MAX_PAGE, optional_text, require_int, require_text
@@ -22,9 +21,10 @@ from rubric_core.store.validation import MAX_PAGE, optional_text, require_int, r
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-    from rubric_core.store.sqlbase import Tx
+    from rubric_core.store.queries.rubrics import Rubrics
+    from rubric_core.store.sqlbase import SQLBackend, Tx
 
-__all__ = ["RunQueries", "mark_interrupted"]
+__all__ = ["Runs", "mark_interrupted"]
 
 _log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ _RUN_PAGE = 10_000
 """`batch_runs`' page."""
 _ENDED = ("satisfied", "failed", "grader_error", "max_iterations_reached", "error")
 _NEW_RUN_RUBRICS_KEPT = 1024
-"""Rubric texts of new runs kept for their first pass (`RunQueries._new_run_rubrics`)."""
+"""Rubric texts of new runs kept for their first pass (`Runs.take_new_rubric`)."""
 _BATCH_KEY = "(batch_id, input_index) WHERE batch_id IS NOT NULL AND input_index IS NOT NULL"
 
 _RUN_COLUMNS = """
@@ -155,16 +155,19 @@ def _mark_experiments_interrupted(tx: Tx, host: str, where: str) -> None:
         _log.info("marked %d experiment(s) interrupted in %s", len(dead), where)
 
 
-class RunQueries(RubricQueries):
-    """The run methods of `Store`."""
+class Runs:
+    """`Store.runs`: a run's row and transcript, the run filters, batches."""
 
-    _new_run_rubrics: dict[int, str]
-    """The rubric text of each run this store created, until its first pass takes it
-    (`PassQueries._weights`); `Store.__init__` starts it empty."""
+    def __init__(self, backend: SQLBackend, rubrics: Rubrics) -> None:
+        self._backend = backend
+        self._rubrics = rubrics
+        self._new_run_rubrics: dict[int, str] = {}
+        """The rubric text of each run this store created, until its first pass takes it
+        (`take_new_rubric`)."""
 
     # --- writes -------------------------------------------------------------------------
 
-    def create_run(
+    def create(
         self,
         *,
         rubric_version_id: int,
@@ -279,7 +282,7 @@ class RunQueries(RubricQueries):
 
         self._backend.write(job)
 
-    def finish_run(
+    def finish(
         self,
         run_id: int,
         *,
@@ -346,7 +349,7 @@ class RunQueries(RubricQueries):
 
         self._backend.write(job)
 
-    def resume_run(self, run_id: int) -> None:
+    def resume(self, run_id: int) -> None:
         """Mark a run `running` again, owned by this process (resuming from its checkpoint).
 
         Raises:
@@ -367,19 +370,19 @@ class RunQueries(RubricQueries):
 
     # --- reads --------------------------------------------------------------------------
 
-    def _known_run(self, run_id: int) -> int:
+    def known(self, run_id: int) -> int:
         """`run_id`, checked to be an integer and a stored run."""
         run_id = require_int(run_id, "run_id")
         if self._backend.query_one("SELECT 1 AS one FROM runs WHERE id = ?", (run_id,)) is None:
             raise unknown_run(run_id)
         return run_id
 
-    def _rubric_id(self, name: str) -> int | None:
-        """The id of rubric `name`, or None."""
-        row = self._backend.query_one("SELECT id FROM rubrics WHERE name = ?", (name,))
-        return int(row["id"]) if row else None
+    def take_new_rubric(self, run_id: int) -> str | None:
+        """The rubric text of a run this store created, once, for its first pass's weights
+        (no read for them then); `None` for any other run."""
+        return self._new_run_rubrics.pop(run_id, None)
 
-    def run_filter_sql(
+    def filter_sql(
         self, filters: RunFilters | None = None, **filter_args: Any
     ) -> tuple[str, list[Any]]:
         """A portable `WHERE` clause (`?` placeholders) over `runs r` for the filters, and its parameters.
@@ -395,7 +398,7 @@ class RunQueries(RubricQueries):
         clauses: list[str] = []
         params: list[Any] = []
         if filters.rubric is not None:
-            rubric_id = self._rubric_id(filters.rubric)
+            rubric_id = self._rubrics.id_of(filters.rubric)
             if rubric_id is None:
                 raise unknown_rubric(filters.rubric)
             clauses.append("r.rubric_id = ?")
@@ -426,7 +429,7 @@ class RunQueries(RubricQueries):
             params.append(filters.batch_id)
         return (" AND ".join(clauses) or "1 = 1"), params
 
-    def get_run(self, run_id: int) -> dict[str, Any]:
+    def get(self, run_id: int) -> dict[str, Any]:
         """One run, with rubric name and version, iterations, grader token sums, duration.
 
         Raises:
@@ -440,18 +443,18 @@ class RunQueries(RubricQueries):
             raise unknown_run(run_id)
         return _decode_run(row)
 
-    def batch_runs(self, batch_id: str) -> list[dict[str, Any]]:
+    def of_batch(self, batch_id: str) -> list[dict[str, Any]]:
         """Every run of batch `batch_id`, as `list_runs` gives them (read page by page)."""
-        total = self.count_runs(batch_id=batch_id)
+        total = self.count(batch_id=batch_id)
         runs: list[dict[str, Any]] = []
         while len(runs) < total:
-            chunk = self.list_runs(batch_id=batch_id, limit=_RUN_PAGE, offset=len(runs))
+            chunk = self.find(batch_id=batch_id, limit=_RUN_PAGE, offset=len(runs))
             if not chunk:
                 break
             runs.extend(chunk)
         return runs
 
-    def list_runs(
+    def find(
         self,
         filters: RunFilters | None = None,
         *,
@@ -474,7 +477,7 @@ class RunQueries(RubricQueries):
             msg = f"limit must be at most {MAX_PAGE}, got {limit}"
             raise StoreError(msg, kind="invalid")
         offset = require_int(offset, "offset", minimum=0)
-        where, params = self.run_filter_sql(filters, **filter_args)
+        where, params = self.filter_sql(filters, **filter_args)
         rows = self._backend.query(
             f"SELECT {_RUN_COLUMNS} {_RUN_FROM} WHERE {where} "
             "ORDER BY r.started_at DESC, r.id DESC LIMIT ? OFFSET ?",
@@ -482,9 +485,9 @@ class RunQueries(RubricQueries):
         )
         return [_decode_run(row) for row in rows]
 
-    def count_runs(self, filters: RunFilters | None = None, **filter_args: Any) -> int:
+    def count(self, filters: RunFilters | None = None, **filter_args: Any) -> int:
         """How many runs match the filters of `list_runs`."""
-        where, params = self.run_filter_sql(filters, **filter_args)
+        where, params = self.filter_sql(filters, **filter_args)
         row = self._backend.query_one(f"SELECT COUNT(*) AS n FROM runs r WHERE {where}", params)
         return int(row["n"]) if row else 0
 
@@ -507,7 +510,7 @@ class RunQueries(RubricQueries):
         Raises:
             StoreError: No run has that id.
         """
-        run_id = self._known_run(run_id)
+        run_id = self.known(run_id)
         rows = self._backend.query(
             "SELECT position, role, name, content, is_grader, tool_calls, tool_call_id "
             "FROM transcript_messages WHERE run_id = ? ORDER BY position",
@@ -518,7 +521,7 @@ class RunQueries(RubricQueries):
             row["tool_calls"] = json.loads(row["tool_calls"])
         return rows
 
-    def list_batches(self, limit: int = 200) -> list[dict[str, Any]]:
+    def batches(self, limit: int = 200) -> list[dict[str, Any]]:
         """The stored batches, newest first: `{batch_id, runs, started_at}` (`started_at`: when
         the batch's first run started)."""
         return self._backend.query(
@@ -528,12 +531,12 @@ class RunQueries(RubricQueries):
             (int(limit),),
         )
 
-    def last_run_id(self) -> int:
+    def last_id(self) -> int:
         """The highest run id (0 when there is no run): runs are never deleted, so it only grows."""
         row = self._backend.query_one("SELECT COALESCE(MAX(id), 0) AS last FROM runs")
         return int(row["last"]) if row else 0
 
-    def models_of_runs_after(self, run_id: int) -> set[str]:
+    def models_after(self, run_id: int) -> set[str]:
         """The model strings (agent or grader) of the runs with an id above `run_id`."""
         rows = self._backend.query(
             "SELECT agent_model AS m FROM runs WHERE id > ? "
