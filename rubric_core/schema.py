@@ -130,8 +130,7 @@ HUMAN_GRADER_PREFIX = "human:"
 """`grader_model` of a pass a person graded (`human:<reviewer>`): no model was called."""
 
 CHECKS_GRADER = "checks"
-"""`grader_model` of a run or pass graded by the rubric's code checks alone: no judge was
-called (every criterion has a `{check}`). Front doors accept `none` for it too."""
+"""`grader_model` of a pass graded by the rubric's code checks alone (no judge was called)."""
 
 NO_GRADER_SPECS: frozenset[str] = frozenset({"none", CHECKS_GRADER, "checks-only"})
 """What a user may write for "no grader, code checks only" (`--grader none`); `checks-only`

@@ -9,7 +9,7 @@ from __future__ import annotations
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from rubric_core import RubricMiddleware
+from rubric_core import Judges, RetryPolicy, RubricMiddleware
 from rubric_core.grader.prompt import REJECTED_PREFIX
 from rubric_core.providers import ReplayChatModel, tool_call_turn, verdict_turn
 from rubric_core.providers.replay.scenarios import _verdict_from_tool
@@ -19,15 +19,14 @@ RUBRIC = "- has a title\n- cites a source"
 TITLE, SOURCE = "has a title", "cites a source"
 
 
-def grade_once(grader: ReplayChatModel, **kwargs: object) -> dict:
+def grade_once(grader: ReplayChatModel, samples: int = 1) -> dict:
     """One pass (`max_iterations=1`) of a scripted draft; its record."""
     evaluations: list[dict] = []
     middleware = RubricMiddleware(
-        model=grader,
+        model=grader if samples == 1 else Judges([grader], samples=samples),
         max_iterations=1,
         on_evaluation=evaluations.append,
-        retry_initial_delay_s=0.0,
-        **kwargs,
+        retry=RetryPolicy(initial_delay_s=0.0),
     )
     agent = create_agent(
         ReplayChatModel(turns=[AIMessage("# Report\nNo source.")]), middleware=[middleware]
