@@ -119,6 +119,10 @@ def _worker(tree: str) -> None:
     import rubric_core
     from rubric_core.middleware import RubricMiddleware
 
+    try:  # this tree: one pass is the pass pipeline's
+        from rubric_core.pipeline import PassLimits, PassPipeline
+    except ImportError:  # the tree before issue 30: the middleware graded one pass itself
+        PassPipeline = None
     grader = ChatOpenAI(
         base_url=os.environ["RUBRIC_STUDIO_LLM_BASE_URL"],
         api_key="not-needed",
@@ -128,10 +132,13 @@ def _worker(tree: str) -> None:
         max_retries=0,
         max_tokens=1024,
     )
-    options: dict[str, Any] = {"model": grader, "max_iterations": 1}
-    if "grader_budget_s" in inspect.signature(RubricMiddleware).parameters:
-        options["grader_budget_s"] = _PASS_BUDGET_S
-    middleware = RubricMiddleware(**options)
+    if PassPipeline is not None:
+        middleware: Any = PassPipeline.build(grader, limits=PassLimits(budget_s=_PASS_BUDGET_S))
+    else:
+        options: dict[str, Any] = {"model": grader, "max_iterations": 1}
+        if "grader_budget_s" in inspect.signature(RubricMiddleware).parameters:
+            options["grader_budget_s"] = _PASS_BUDGET_S
+        middleware = RubricMiddleware(**options)
     print(json.dumps({"ready": str(Path(rubric_core.__file__).parents[1])}), flush=True)
     for line in sys.stdin:
         task = TASKS[json.loads(line)["task"]]
