@@ -363,9 +363,10 @@ def _drive(
                 free.append(actor)
                 row = result.get("row")
                 logger.debug(
-                    "batch %s: input %d ran on node %s (pid %s)",
+                    "batch %s: input %d ran as run %s on node %s (pid %s)",
                     batch_id,
                     index,
+                    None if row is None else row.get("id"),
                     result.get("node_id"),
                     result.get("pid"),
                 )
