@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from generate_store import generate  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from rubric_core.store import RunFilters, Store  # noqa: E402
+from rubric_core.store import NewRun, RunFilters, Store  # noqa: E402
 from rubric_core.ui import (  # noqa: E402
     heatmap_figure,
     known_models,
@@ -153,8 +153,8 @@ def _pass_arrives(store: Store) -> Callable[[], None]:
     version = store.runs.find(limit=1)[0]["rubric_version_id"]
     names = store.rubrics.version(version)["criteria"]
     run_id = store.runs.create(
-        rubric_version_id=version, input="bench", agent_model="replay:bench",
-        grader_model="replay:bench", max_iterations=20, agent_kind="basic",
+        NewRun(rubric_version_id=version, input="bench", agent_model="replay:bench",
+        grader_model="replay:bench", max_iterations=20, agent_kind="basic"),
     )  # fmt: skip
     iteration = iter(range(10**6))
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_store import generate
 
 from rubric_core.export import EXPORT_COLUMNS, write_csv
-from rubric_core.store import Store
+from rubric_core.store import NewRun, Store
 
 RESULTS = Path(__file__).resolve().parent / "results" / "store.md"
 
@@ -202,13 +202,15 @@ def _writes(tmp: Path, threads: int, per_thread: int, trial: int = 0) -> tuple[f
         version = store.rubrics.save_version("w", "\n".join(f"- c{i}" for i in range(10)))
         run_ids = [
             store.runs.create(
-                rubric_version_id=version["id"],
-                input="x",
-                agent_model="a",
-                grader_model="g",
-                grader_tools=[],
-                max_iterations=per_thread,
-                agent_kind="basic",
+                NewRun(
+                    rubric_version_id=version["id"],
+                    input="x",
+                    agent_model="a",
+                    grader_model="g",
+                    grader_tools=[],
+                    max_iterations=per_thread,
+                    agent_kind="basic",
+                ),
             )
             for _ in range(threads)
         ]

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psycopg
 from psycopg import sql
 
-from rubric_core.store import Store
+from rubric_core.store import NewRun, Store
 
 RESULTS = Path(__file__).resolve().parent / "results" / "store_backends.md"
 CRITERIA = [f"criterion {i}" for i in range(10)]
@@ -59,12 +59,14 @@ def _round(store: Store, writers: int, passes: int) -> float:
     version = store.rubrics.save_version("bench", "\n".join(f"- {c}" for c in CRITERIA))
     runs = [
         store.runs.create(
-            rubric_version_id=version["id"],
-            input=f"input {n}",
-            agent_model="replay:x",
-            grader_model="replay:x",
-            max_iterations=passes,
-            agent_kind="basic",
+            NewRun(
+                rubric_version_id=version["id"],
+                input=f"input {n}",
+                agent_model="replay:x",
+                grader_model="replay:x",
+                max_iterations=passes,
+                agent_kind="basic",
+            ),
         )
         for n in range(writers)
     ]

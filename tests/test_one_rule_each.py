@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from rubric_core.cli import cli
 from rubric_core.schema import GRADED_KIND, RUN_STATUSES
+from rubric_core.store import NewRun, RunEnd
 
 BOTTLE = "- Exactly two sentences\n- Fewer than 40 words\n- Says the bottle keeps drinks cold"
 
@@ -199,11 +200,11 @@ def _labelled_versions(db: Path) -> dict[str, int]:
         ]  # fmt: skip
         for version, verdicts, labels in plan:
             run_id = store.runs.create(
-                rubric_version_id=version["id"], input="q", agent_model="",
-                grader_model="replay:x", max_iterations=1, agent_kind="graded",
+                NewRun(rubric_version_id=version["id"], input="q", agent_model="",
+                grader_model="replay:x", max_iterations=1, agent_kind="graded"),
             )  # fmt: skip
             evaluation_id = store.passes.record(run_id, make_evaluation(verdicts=verdicts))
-            store.runs.finish(run_id, status="satisfied", final_output="d")
+            store.runs.finish(run_id, RunEnd(status="satisfied", final_output="d"))
             if labels:
                 store.labels.save(evaluation_id, labels, reviewer="ana")
     return {"essay v1": v1["id"], "essay v2": v2["id"], "memo v1": memo["id"]}

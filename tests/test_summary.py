@@ -14,7 +14,7 @@ from rubric_core.cli import cli
 from rubric_core.export import TrainingOptions, training_rows
 from rubric_core.report.figures import figures_for
 from rubric_core.report.html import render_report
-from rubric_core.store import RunFilters, Store
+from rubric_core.store import RunEnd, RunFilters, Store
 from rubric_core.summary import grader_kind, summary_for_batch
 from rubric_core.ui.batches import batch_input_rows
 from rubric_core.workbench.agreement import agreement_with_labels
@@ -109,7 +109,7 @@ def test_a_run_has_one_score_on_the_batch_page_and_in_the_report(tmp_path):
         version = store.rubrics.save_version("r", "- [5] a\n- [-9] b")
         run_id = new_run(store, version["id"], batch_id="b1", input_index=0)
         store.passes.record(run_id, make_evaluation(verdicts=[("a", True), ("b", False)]))
-        store.runs.finish(run_id, status="needs_revision", score=-0.8)
+        store.runs.finish(run_id, RunEnd(status="needs_revision", score=-0.8))
         runs = store.runs.of_batch("b1")
         [row] = batch_input_rows(runs, {}, ["a", "b"])
         html = render_report(figures_for(store, batch_id="b1"), item_charts=False)
@@ -131,11 +131,11 @@ def test_agreement_counts_only_passes_a_model_graded(tmp_path):
         person = new_run(store, version["id"], grader_model="human:ana")
         graded = store.passes.record(person, make_evaluation(verdicts=[("a", True), ("b", True)]))
         store.labels.save(graded, {"a": True, "b": True}, reviewer="ana")
-        store.runs.finish(person, status="satisfied", score=1.0)
+        store.runs.finish(person, RunEnd(status="satisfied", score=1.0))
         judge = new_run(store, version["id"], grader_model="openai:gpt-4o-mini")
         judged = store.passes.record(judge, make_evaluation(verdicts=[("a", True), ("b", True)]))
         store.labels.save(judged, {"a": True, "b": False}, reviewer="ana")
-        store.runs.finish(judge, status="satisfied", score=1.0)
+        store.runs.finish(judge, RunEnd(status="satisfied", score=1.0))
         report = agreement_with_labels(store)
         agreed = list(training_rows(store, "sft", RunFilters(), TrainingOptions(labels_only=True)))
     assert report["overall"]["n"] == 2  # the judge's two labelled verdicts only

@@ -22,7 +22,7 @@ from rubric_core.cli import cli
 from rubric_core.report.figures import figures_for
 from rubric_core.report.gate import markdown_summary
 from rubric_core.scoring import mean_score
-from rubric_core.store import Store
+from rubric_core.store import RunEnd, Store
 from rubric_core.summary import format_rate, score_text, summary_for_batch
 from rubric_core.ui.batches import batch_input_rows, final_pass_verdicts
 from tests.support.store import make_evaluation, new_run
@@ -73,7 +73,7 @@ def _seed(store: Store, runs: list[dict]) -> None:
             if status == "needs_revision":
                 status = "max_iterations_reached"
             store.runs.finish(
-                run_id, status=status, score=None if last is None else last.get("score")
+                run_id, RunEnd(status=status, score=None if last is None else last.get("score"))
             )
 
 

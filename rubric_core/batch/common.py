@@ -21,6 +21,7 @@ from rubric_core.runs.execute import execute_run
 from rubric_core.runs.prepare import prepare_batch_run
 from rubric_core.runs.spec import SpecError
 from rubric_core.runs.validate import validate_spec
+from rubric_core.store import RunEnd
 
 if TYPE_CHECKING:
     from rubric_core.providers.ratelimit import RateLimit
@@ -223,7 +224,7 @@ def mark_interrupted(
     for run in running:
         if indexes is None or run.get("input_index") in indexes:
             try:
-                store.runs.finish(int(run["id"]), status="interrupted", error=reason)
+                store.runs.finish(int(run["id"]), RunEnd(status="interrupted", error=reason))
                 marked += 1
             except Exception:
                 logger.exception("batch %s: could not mark run %s interrupted", batch_id, run["id"])

@@ -30,6 +30,7 @@ from rubric_core.runs.recording import (
 from rubric_core.runs.shared import SharedAgent, shared_agent
 from rubric_core.runs.spec import RunSpec
 from rubric_core.runs.validate import validate_spec
+from rubric_core.store import NewRun, RunEnd
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -148,19 +149,21 @@ def _create_run(
     can lose only a row with nothing graded (a batch input then starts again)."""
     thread_id = f"run-{uuid.uuid4().hex}"
     run_id = store.runs.create(
-        rubric_version_id=spec.rubric_version_id,
-        input=spec.input,
-        agent_model=spec.agent_model,
-        grader_model=spec.grader_model,
-        grader_tools=list(spec.grader_tools),
-        max_iterations=spec.max_iterations,
-        agent_kind=spec.agent_kind,
-        agent_system_prompt=spec.agent_system_prompt,
-        grader_system_prompt=spec.grader_system_prompt,
-        thread_id=thread_id,
-        batch_id=batch_id,
-        input_index=input_index,
-        keep=spec.keep,
+        NewRun(
+            rubric_version_id=spec.rubric_version_id,
+            input=spec.input,
+            agent_model=spec.agent_model,
+            grader_model=spec.grader_model,
+            grader_tools=list(spec.grader_tools),
+            max_iterations=spec.max_iterations,
+            agent_kind=spec.agent_kind,
+            agent_system_prompt=spec.agent_system_prompt,
+            grader_system_prompt=spec.grader_system_prompt,
+            thread_id=thread_id,
+            batch_id=batch_id,
+            input_index=input_index,
+            keep=spec.keep,
+        ),
         durable=False,
     )
     return run_id, thread_id
@@ -189,7 +192,7 @@ def _prepare_created(
             grader_llm=grader_llm,
         )
     except Exception as exc:
-        store.runs.finish(handle.run_id, status="error", error=error_text(exc))
+        store.runs.finish(handle.run_id, RunEnd(status="error", error=error_text(exc)))
         raise
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rubric_core.errors import PassNotRecorded
 from rubric_core.schema import RubricEvaluation
+from rubric_core.store import RunEnd
 from rubric_core.store.retry import retry_write
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ def store_run_end(
     def finish(transcript: list[BaseMessage] | None) -> None:
         retry_write(
             lambda: store.runs.finish(
-                handle.run_id, status=status, error=error, transcript=transcript, **end
+                handle.run_id, RunEnd(status=status, error=error, transcript=transcript, **end)
             ),
             what=f"the end of run {handle.run_id}",
         )

@@ -19,6 +19,7 @@ from rubric_core.store.paths import (
     default_db_target,
     is_postgres_url,
 )
+from rubric_core.store.queries.runs import NewRun, RunEnd
 from rubric_core.store.sqlite.migrations import MIGRATIONS
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "RUN_STATUSES",
     "STORE_ERROR_KINDS",
     "STORE_FAULTS",
+    "NewRun",
+    "RunEnd",
     "RunFilters",
     "Store",
     "StoreError",

@@ -34,6 +34,7 @@ from rubric_core.schema import (
     HUMAN_GRADER_PREFIX,
     is_checks_only_grader,
 )
+from rubric_core.store import NewRun, RunEnd
 from rubric_core.store.retry import retry_write
 from rubric_core.workbench.datasets import MAX_OUTPUT_CHARS, load_graded_dataset
 
@@ -293,16 +294,18 @@ def _store_pass(
     """
     input, output, labels = item.input, item.output, item.labels
     run_id = store.runs.create(
-        rubric_version_id=version["id"],
-        input=input,
-        agent_model="",
-        grader_model=recording.grader_label,
-        grader_tools=list(recording.grader_tools),
-        max_iterations=1,
-        agent_kind=GRADED_KIND,
-        grader_system_prompt=recording.grader_system_prompt,
-        batch_id=recording.batch_id,
-        input_index=item.input_index,
+        NewRun(
+            rubric_version_id=version["id"],
+            input=input,
+            agent_model="",
+            grader_model=recording.grader_label,
+            grader_tools=list(recording.grader_tools),
+            max_iterations=1,
+            agent_kind=GRADED_KIND,
+            grader_system_prompt=recording.grader_system_prompt,
+            batch_id=recording.batch_id,
+            input_index=item.input_index,
+        ),
     )
     if item.resuming:
         store.runs.resume(run_id)  # an interrupted input's run: this process owns it now
@@ -310,7 +313,9 @@ def _store_pass(
         if kept:  # its pass was stored (with its labels) before the interruption
             last = kept[-1]
             retry_write(
-                lambda: store.runs.finish(run_id, status=last["status"], final_output=output),
+                lambda: store.runs.finish(
+                    run_id, RunEnd(status=last["status"], final_output=output)
+                ),
                 what=f"the end of run {run_id}",
             )
             return run_id, int(last["id"]), cast("RubricEvaluation", last), 0
@@ -341,12 +346,14 @@ def _store_pass(
     except Exception as exc:
         error = f"{exc}"
         retry_write(
-            lambda: store.runs.finish(run_id, status="error", final_output=output, error=error),
+            lambda: store.runs.finish(
+                run_id, RunEnd(status="error", final_output=output, error=error)
+            ),
             what=f"the end of run {run_id}",
         )
         return run_id, None, None, 0
     retry_write(
-        lambda: store.runs.finish(run_id, status=evaluation["status"], final_output=output),
+        lambda: store.runs.finish(run_id, RunEnd(status=evaluation["status"], final_output=output)),
         what=f"the end of run {run_id}",
     )
     return run_id, evaluation_id, evaluation, labelled

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from rubric_core.providers import load_scenario
 from rubric_core.rubric import parse_rubric
-from rubric_core.store import Store
+from rubric_core.store import NewRun, RunEnd, Store
 from rubric_core.ui.forms import (
     DEMO_LATENCY_S,
     DEMO_SCENARIO,
@@ -355,10 +355,10 @@ def test_a_finished_run_without_passes_says_so_and_tokens_fit_their_metric(
     store = Store(db_path)
     try:
         run_id = store.runs.create(
-            rubric_version_id=version["id"], input="x", agent_model="replay:x",
-            grader_model="replay:x", max_iterations=3, agent_kind="basic",
+            NewRun(rubric_version_id=version["id"], input="x", agent_model="replay:x",
+            grader_model="replay:x", max_iterations=3, agent_kind="basic"),
         )  # fmt: skip
-        store.runs.finish(run_id, status="error", error="the agent broke")
+        store.runs.finish(run_id, RunEnd(status="error", error="the agent broke"))
     finally:
         store.close()
     app.session_state["run_watch"] = run_id

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rubric_core.store import Store
+from rubric_core.store import NewRun, RunEnd, Store
 from tests.support.jobs import grade_of
 from tests.support.pages import APP, RUN_TIMEOUT_S, SCENARIO
 from tests.support.pages import no_exception as _no_exception
@@ -305,8 +305,8 @@ def test_runs_page_shows_model_text_as_text_never_markdown(
     try:
         version = store.rubrics.save_version("hostile", "- is safe\n- is short")
         run_id = store.runs.create(
-            rubric_version_id=version["id"], input=hostile, agent_model="replay:x",
-            grader_model="replay:x", grader_tools=[], max_iterations=3, agent_kind="basic",
+            NewRun(rubric_version_id=version["id"], input=hostile, agent_model="replay:x",
+            grader_model="replay:x", grader_tools=[], max_iterations=3, agent_kind="basic"),
         )  # fmt: skip
         store.passes.record(
             run_id,
@@ -324,7 +324,7 @@ def test_runs_page_shows_model_text_as_text_never_markdown(
                 explanation=hostile, draft=hostile,
             ),
         )  # fmt: skip
-        store.runs.finish(run_id, status="max_iterations_reached", final_output=hostile)
+        store.runs.finish(run_id, RunEnd(status="max_iterations_reached", final_output=hostile))
     finally:
         store.close()
     app.run()
@@ -688,15 +688,15 @@ def _seed_graded(
         ids = []
         for number, pass_verdicts in enumerate(verdicts, start=1):
             run_id = store.runs.create(
-                rubric_version_id=version["id"], input=f"request {number}", agent_model="",
-                grader_model="replay:x", max_iterations=1, agent_kind="graded", batch_id=batch_id,
+                NewRun(rubric_version_id=version["id"], input=f"request {number}", agent_model="",
+                grader_model="replay:x", max_iterations=1, agent_kind="graded", batch_id=batch_id),
             )  # fmt: skip
             ids.append(
                 store.passes.record(
                     run_id, make_evaluation(verdicts=pass_verdicts, draft=f"draft {number}")
                 )
             )
-            store.runs.finish(run_id, status="satisfied", final_output=f"draft {number}")
+            store.runs.finish(run_id, RunEnd(status="satisfied", final_output=f"draft {number}"))
         return ids
     finally:
         store.close()
@@ -939,8 +939,8 @@ def _seed_postgres_run(url: str, make_evaluation: Callable[..., dict[str, Any]])
     with Store(url) as store:
         version = store.rubrics.save_version("pg-article", "- has a title\n- cites a source")
         run_id = store.runs.create(
-            rubric_version_id=version["id"], input="Write about tides.", agent_model="replay:x",
-            grader_model="replay:x", grader_tools=[], max_iterations=3, agent_kind="basic",
+            NewRun(rubric_version_id=version["id"], input="Write about tides.", agent_model="replay:x",
+            grader_model="replay:x", grader_tools=[], max_iterations=3, agent_kind="basic"),
         )  # fmt: skip
         store.passes.record(
             run_id,
@@ -950,7 +950,7 @@ def _seed_postgres_run(url: str, make_evaluation: Callable[..., dict[str, Any]])
             run_id,
             make_evaluation(iteration=1, verdicts=[("has a title", True), ("cites a source", True)]),
         )  # fmt: skip
-        store.runs.finish(run_id, status="satisfied", final_output="Tides (NOAA).")
+        store.runs.finish(run_id, RunEnd(status="satisfied", final_output="Tides (NOAA)."))
     return run_id
 
 

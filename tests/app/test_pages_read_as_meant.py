@@ -13,7 +13,7 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
-from rubric_core.store import Store
+from rubric_core.store import NewRun, RunEnd, Store
 from tests.support.jobs import grade_of
 from tests.support.pages import RUN_TIMEOUT_S
 from tests.support.pages import no_exception as _no_exception
@@ -34,11 +34,11 @@ def _graded_run(
     agent_kind: str = "graded",
 ) -> int:
     run_id = store.runs.create(
-        rubric_version_id=version_id, input="request", agent_model="",
-        grader_model="replay:x", max_iterations=1, agent_kind=agent_kind, batch_id=batch_id,
+        NewRun(rubric_version_id=version_id, input="request", agent_model="",
+        grader_model="replay:x", max_iterations=1, agent_kind=agent_kind, batch_id=batch_id),
     )  # fmt: skip
     store.passes.record(run_id, evaluation)
-    store.runs.finish(run_id, status=status, final_output=evaluation["draft"])
+    store.runs.finish(run_id, RunEnd(status=status, final_output=evaluation["draft"]))
     return run_id
 
 
@@ -181,8 +181,8 @@ def test_runs_grid_shows_a_dash_for_a_running_run_score(
     with Store(db_path) as store:
         version = store.rubrics.save_version("essay", "- has a title\n- cites a source")
         store.runs.create(
-            rubric_version_id=version["id"], input="still going", agent_model="replay:x",
-            grader_model="replay:x", max_iterations=3, agent_kind="basic",
+            NewRun(rubric_version_id=version["id"], input="still going", agent_model="replay:x",
+            grader_model="replay:x", max_iterations=3, agent_kind="basic"),
         )  # fmt: skip
     _page(app, "runs")
     _no_exception(app)

@@ -11,7 +11,7 @@ import pytest
 
 from rubric_core.batch import Grader, GradeRows, Job, RegradePasses, RunInputs
 from rubric_core.runs.spec import SpecError
-from rubric_core.store import Store
+from rubric_core.store import NewRun, Store
 from rubric_core.workbench import grade_outputs, regrade, start_job
 
 CHECKS_ONLY = "- Mentions a price {regex: \\$\\d}\n- [-5] Shouts {regex: !}"
@@ -112,8 +112,8 @@ def test_a_stopped_grade_grades_nothing_more_and_resumes(tmp_path):
         first = grade_outputs(store, _grade_job(version["id"], batch_id="g-1"), stop_event=stop)
         assert (first["run_ids"], store.runs.count()) == ([], 0)
         store.runs.create(
-            rubric_version_id=version["id"], input="q0", agent_model="", grader_model="checks",
-            grader_tools=[], max_iterations=1, agent_kind="graded", batch_id="g-1", input_index=0,
+            NewRun(rubric_version_id=version["id"], input="q0", agent_model="", grader_model="checks",
+            grader_tools=[], max_iterations=1, agent_kind="graded", batch_id="g-1", input_index=0),
         )  # fmt: skip
         resumed = grade_outputs(store, _grade_job(version["id"], batch_id="g-1", resume=True))
         assert store.runs.count() == 3  # the interrupted row's run was continued, not doubled

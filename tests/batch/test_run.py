@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage
 from rubric_core.batch import BatchSummary, summary_for_batch
 from rubric_core.providers import ReplayChatModel, load_scenario, verdict_turn
 from rubric_core.runs import RunSpec, SpecError
+from rubric_core.store import NewRun, RunEnd
 from rubric_core.workbench import DatasetError, load_dataset
 from tests.support.jobs import batch_of
 
@@ -284,12 +285,12 @@ def test_resumed_thread_batch_skips_finished_inputs_and_continues_interrupted_on
     inputs = ["first 0", "second 1", "first 2", "second 3"]
     first = batch_of(store, template, inputs[:2], model_factory=_scripted_factory)
     # Input 2 was cut off after its run row was written: a dead batch leaves it interrupted.
-    store.runs.create(rubric_version_id=template.rubric_version_id, input=inputs[2],
+    store.runs.create(NewRun(rubric_version_id=template.rubric_version_id, input=inputs[2],
                      agent_model=template.agent_model, grader_model=template.grader_model,
                      max_iterations=template.max_iterations, agent_kind="basic",
-                     thread_id="run-cut-off", batch_id=first.batch_id, input_index=2)  # fmt: skip
+                     thread_id="run-cut-off", batch_id=first.batch_id, input_index=2))  # fmt: skip
     cut = store.runs.find(batch_id=first.batch_id, limit=10)[0]
-    store.runs.finish(cut["id"], status="interrupted")
+    store.runs.finish(cut["id"], RunEnd(status="interrupted"))
     before = {run["input_index"]: run for run in store.runs.find(batch_id=first.batch_id)}
 
     summary = batch_of(store, template, inputs, batch_id=first.batch_id, resume=True,

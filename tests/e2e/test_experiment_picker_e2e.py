@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rubric_core.store import Store
+from rubric_core.store import NewRun, RunEnd, Store
 from tests.support.browser import assert_no_exception, go_to, wait_idle
 from tests.support.store import make_evaluation
 
@@ -24,11 +24,11 @@ def _seed(db_path: Any) -> tuple[int, int]:
         evaluations = []
         for number in (1, 2):
             run_id = store.runs.create(
-                rubric_version_id=version["id"], input=f"request {number}", agent_model="",
-                grader_model="replay:x", max_iterations=1, agent_kind="graded",
+                NewRun(rubric_version_id=version["id"], input=f"request {number}", agent_model="",
+                grader_model="replay:x", max_iterations=1, agent_kind="graded"),
             )  # fmt: skip
             evaluations.append(store.passes.record(run_id, make_evaluation()))
-            store.runs.finish(run_id, status="needs_revision", final_output="d")
+            store.runs.finish(run_id, RunEnd(status="needs_revision", final_output="d"))
         ids = []
         for name in ("first", "second"):
             ids.append(

@@ -22,7 +22,7 @@ from rubric_core.export import (
     write_csv,
     write_jsonl,
 )
-from rubric_core.store import RunFilters, StoreError
+from rubric_core.store import RunEnd, RunFilters, StoreError
 
 NASTY_INPUT = '=HYPERLINK("http://evil","x")\nsecond line, with comma and "quotes" — ünïcödé 🚀'
 NASTY_GAP = "+cmd|' /C calc'!A0"
@@ -58,13 +58,13 @@ def seeded(store, new_run, make_evaluation):
             started_at=1_700_000_010.0,
         ),
     )
-    store.runs.finish(first, status="satisfied", final_output="-1 is the answer")
+    store.runs.finish(first, RunEnd(status="satisfied", final_output="-1 is the answer"))
     second = new_run(store, essay["id"], agent_model="agent-b", grader_model="judge-x")
     store.passes.record(
         second,
         make_evaluation(grading_run_id="g2", verdicts=[("has a title", False, "\tadd one")]),
     )
-    store.runs.finish(second, status="max_iterations_reached")
+    store.runs.finish(second, RunEnd(status="max_iterations_reached"))
     third = new_run(store, poem["id"])
     store.passes.record(third, make_evaluation(grading_run_id="g3", verdicts=[("rhymes", True)]))
     return {"essay": essay, "poem": poem, "runs": (first, second, third)}
@@ -316,7 +316,7 @@ def complete(store, new_run, make_evaluation):
         ),
     )
     store.labels.save(first, {"cites a source": True}, reviewer='ann, "r"', note="-1")
-    store.runs.finish(revised, status="satisfied", final_output="done")
+    store.runs.finish(revised, RunEnd(status="satisfied", final_output="done"))
     broken = new_run(store, version["id"])
     store.passes.record(
         broken,
@@ -329,7 +329,7 @@ def complete(store, new_run, make_evaluation):
             started_at=1_700_000_020.0,
         ),
     )
-    store.runs.finish(broken, status="grader_error", error="APITimeoutError")
+    store.runs.finish(broken, RunEnd(status="grader_error", error="APITimeoutError"))
     return {"revised": revised, "broken": broken, "first_pass": first}
 
 
@@ -448,7 +448,7 @@ def hostile(store, new_run, make_evaluation):
             first = store.passes.record(run_id, evaluation)
             if iteration == 0:
                 store.labels.save(first, {f"{text} x": index % 2 == 0}, reviewer=text, note=text)
-        store.runs.finish(run_id, status="satisfied" if index % 2 else "failed")
+        store.runs.finish(run_id, RunEnd(status="satisfied" if index % 2 else "failed"))
 
 
 def test_criteria_csv_bytes_match_the_reference_on_hostile_cells(store, hostile):

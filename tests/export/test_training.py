@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from rubric_core.cli import cli as main
 from rubric_core.export import ExportError, TrainingOptions, export_file, training_rows
-from rubric_core.store import RunFilters, Store
+from rubric_core.store import RunEnd, RunFilters, Store
 
 datasets = pytest.importorskip("datasets")
 
@@ -125,7 +125,7 @@ def graded(store, new_run, make_evaluation):
                 },
             )
         )
-    store.runs.finish(first, status="satisfied", final_output="d2")
+    store.runs.finish(first, RunEnd(status="satisfied", final_output="d2"))
     never = new_run(store, version["id"], input="Another essay.")
     for iteration in (0, 1):  # scores 0 then 1/3; the cap ends it
         store.passes.record(
@@ -145,7 +145,7 @@ def graded(store, new_run, make_evaluation):
                 "score": iteration / 3,
             },
         )
-    store.runs.finish(never, status="max_iterations_reached")
+    store.runs.finish(never, RunEnd(status="max_iterations_reached"))
     broken = new_run(store, version["id"], input="Third essay.")
     store.passes.record(
         broken,
@@ -153,7 +153,7 @@ def graded(store, new_run, make_evaluation):
             grading_run_id="g3", verdicts=[], result="grader_error", explanation="TimeoutError"
         ),
     )
-    store.runs.finish(broken, status="grader_error")
+    store.runs.finish(broken, RunEnd(status="grader_error"))
     return {"first": first, "never": never, "broken": broken, "pass_ids": ids}
 
 

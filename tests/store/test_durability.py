@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from rubric_core.cli import cli
 from rubric_core.providers import ReplayChatModel, verdict_turn
 from rubric_core.runs import RunSpec, resume_run, run_once, start_run
-from rubric_core.store import MIGRATIONS, Store, StoreError
+from rubric_core.store import MIGRATIONS, RunEnd, Store, StoreError
 from rubric_core.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
 from rubric_core.store.sqlite import connection
 from rubric_core.store.sqlite.connection import translate
@@ -79,7 +79,7 @@ def test_text_with_nul_characters_is_stored_and_read_back_as_given(store):
         store.passes.record(run_id, evaluation)
     messages = [HumanMessage("q\x00"), AIMessage("a\x00", name="n\x00"), ToolMessage("t\x00", tool_call_id="c\x00")]  # fmt: skip
     store.runs.save_transcript(run_id, messages)
-    store.runs.finish(run_id, status="error", final_output="out\x00put", error="err\x00")
+    store.runs.finish(run_id, RunEnd(status="error", final_output="out\x00put", error="err\x00"))
 
     passes = store.passes.of_run(run_id)
     assert [p["explanation"] for p in passes] == list(NUL_TEXTS)
@@ -205,7 +205,7 @@ def test_resume_stores_a_pass_the_checkpoint_kept_but_the_store_lost(store):
         conn.execute("DELETE FROM criterion_results WHERE run_id = ?", (run["id"],))
         conn.execute("DELETE FROM evaluations WHERE run_id = ? AND iteration = 0", (run["id"],))
         conn.execute("UPDATE runs SET iterations = 1 WHERE id = ?", (run["id"],))
-    store.runs.finish(run["id"], status="error", error="storing grading pass 0 failed")
+    store.runs.finish(run["id"], RunEnd(status="error", error="storing grading pass 0 failed"))
 
     agent, grader = _models()
     assert resume_run(store, run["id"], agent_llm=agent, grader_llm=grader).wait(WAIT_S)
@@ -451,7 +451,7 @@ def test_a_store_a_newer_version_migrated_is_read_but_never_written(db_target):
         shown = store_error_message(refused.value, store.url)  # what the dashboard says
         assert "can be browsed, but nothing can be saved until" in shown
         with pytest.raises(StoreError, match=_FUTURE_STEP):
-            store.runs.finish(run_id, status="error", error="x")
+            store.runs.finish(run_id, RunEnd(status="error", error="x"))
         assert store.runs.get(run_id)["status"] == "running"
         assert [r["name"] for r in store.rubrics.find()] == ["kept"]
 

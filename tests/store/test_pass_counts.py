@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rubric_core.store import Store
+from rubric_core.store import RunEnd, Store
 from rubric_core.store.filters import RunFilters
 from rubric_core.store.pass_counts import MIGRATION_NAME, served_by_counts
 from tests.support.store import make_evaluation, new_run
@@ -85,7 +85,7 @@ def _fill(store: Store) -> dict[str, Any]:
                 ),
             )
         if passes[-1] == [True] * len(names):
-            store.runs.finish(run_id, status="satisfied")
+            store.runs.finish(run_id, RunEnd(status="satisfied"))
     return {"haiku1": haiku1, "haiku2": haiku2, "essay": essay}
 
 

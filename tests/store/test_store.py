@@ -17,7 +17,15 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from rubric_core.rubric import RubricError
 from rubric_core.schema import RUBRIC_GRADER_MESSAGE_SOURCE
-from rubric_core.store import MIGRATIONS, RUN_STATUSES, Store, StoreError, default_db_path
+from rubric_core.store import (
+    MIGRATIONS,
+    RUN_STATUSES,
+    NewRun,
+    RunEnd,
+    Store,
+    StoreError,
+    default_db_path,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,9 +80,9 @@ def test_file_migrated_by_main_before_the_postgres_backend_migrates(tmp_path):
     with Store(path) as store:
         version = store.rubrics.save_version("r", "- a")
         run_id = store.runs.create(
-            rubric_version_id=version["id"], input="x", agent_model="replay:x",
+            NewRun(rubric_version_id=version["id"], input="x", agent_model="replay:x",
             grader_model="replay:x", max_iterations=1, agent_kind="basic", keep="best",
-            batch_id="b", input_index=0,
+            batch_id="b", input_index=0),
         )  # fmt: skip
         assert store.runs.get(run_id)["keep"] == "best"
         assert store.runs.get(run_id)["input_index"] == 0
@@ -181,10 +189,12 @@ def test_run_lifecycle_records_passes_tokens_and_final_state(
     )
     store.runs.finish(
         run_id,
-        status="satisfied",
-        final_output="Final text",
-        agent_input_tokens=300,
-        agent_output_tokens=40,
+        RunEnd(
+            status="satisfied",
+            final_output="Final text",
+            agent_input_tokens=300,
+            agent_output_tokens=40,
+        ),
     )
     run = store.runs.get(run_id)
     assert run["status"] == "satisfied"
@@ -273,7 +283,7 @@ def test_run_bad_input_is_rejected_with_named_problem(
         store.runs.get(77)
     run_id = new_run(store, rubric_version["id"])
     with pytest.raises(StoreError, match="finish_run status must be one of"):
-        store.runs.finish(run_id, status="running")
+        store.runs.finish(run_id, RunEnd(status="running"))
     with pytest.raises(StoreError, match="unknown status 'done'"):
         store.runs.find(status="done")
     with pytest.raises(StoreError, match="unknown status 'nope'"):
@@ -319,15 +329,17 @@ def test_finish_run_with_its_transcript_writes_both_or_neither(store, rubric_ver
     run_id = new_run(store, rubric_version["id"])
     store.runs.save_transcript(run_id, [HumanMessage("kept")])
     with pytest.raises(StoreError, match="messages must be a list of messages, got str"):
-        store.runs.finish(run_id, status="satisfied", transcript="not a list")
+        store.runs.finish(run_id, RunEnd(status="satisfied", transcript="not a list"))
     assert store.runs.get(run_id)["status"] == "running"
     assert [m["content"] for m in store.runs.transcript(run_id)] == ["kept"]
 
     store.runs.finish(
         run_id,
-        status="satisfied",
-        final_output="Done",
-        transcript=[HumanMessage("Write it"), AIMessage("Done")],
+        RunEnd(
+            status="satisfied",
+            final_output="Done",
+            transcript=[HumanMessage("Write it"), AIMessage("Done")],
+        ),
     )
     run = store.runs.get(run_id)
     assert (run["status"], run["final_output"]) == ("satisfied", "Done")
@@ -336,7 +348,7 @@ def test_finish_run_with_its_transcript_writes_both_or_neither(store, rubric_ver
         ("ai", "Done"),
     ]
     with pytest.raises(StoreError, match="unknown run id"):
-        store.runs.finish(run_id + 999, status="satisfied", transcript=[HumanMessage("x")])
+        store.runs.finish(run_id + 999, RunEnd(status="satisfied", transcript=[HumanMessage("x")]))
 
 
 # --- queries ---------------------------------------------------------------------------------
@@ -357,7 +369,7 @@ def _seed_runs(store, new_run):
             grader_model="judge-big" if i % 4 == 0 else "judge-small",
             batch_id="batch-a" if i < 5 else None,
         )
-        store.runs.finish(run_id, status=statuses[i % len(statuses)])
+        store.runs.finish(run_id, RunEnd(status=statuses[i % len(statuses)]))
         ids.append(run_id)
     return v1, v2, other, ids
 
@@ -471,7 +483,7 @@ def test_concurrent_runs_write_at_once_and_nothing_is_lost(
             for i in range(passes_n):
                 store.passes.record(run_id, make_evaluation(grading_run_id=f"w{n}", iteration=i))
                 store.runs.get(run_id)
-            store.runs.finish(run_id, status="max_iterations_reached")
+            store.runs.finish(run_id, RunEnd(status="max_iterations_reached"))
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -535,12 +547,12 @@ _KILLED_CHILD = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, {root!r})
-    from rubric_core.store import Store
+    from rubric_core.store import NewRun, Store
     store = Store(sys.argv[1])
     version = store.rubrics.save_version("crash", "- a\\n- b")
-    run_id = store.runs.create(rubric_version_id=version["id"], input="go", agent_model="replay:x",
-                              grader_model="replay:y", grader_tools=[], max_iterations=5,
-                              agent_kind="basic")
+    run_id = store.runs.create(NewRun(rubric_version_id=version["id"], input="go",
+                              agent_model="replay:x", grader_model="replay:y", grader_tools=[],
+                              max_iterations=5, agent_kind="basic"))
     for i in range(3):
         store.passes.record(run_id, {{
             "grading_run_id": "g", "iteration": i, "result": "needs_revision",
@@ -585,7 +597,7 @@ def test_killed_process_keeps_passes_and_run_becomes_interrupted(tmp_path, db_ta
 
 def test_resume_run_marks_it_running_again(store, rubric_version, new_run):
     run_id = new_run(store, rubric_version["id"])
-    store.runs.finish(run_id, status="interrupted", error="killed")
+    store.runs.finish(run_id, RunEnd(status="interrupted", error="killed"))
     store.runs.resume(run_id)
     run = store.runs.get(run_id)
     assert (run["status"], run["error"], run["finished_at"]) == ("running", None, None)
@@ -693,7 +705,7 @@ def test_run_statuses_cover_contract():
 
 def test_create_run_for_a_batch_input_returns_its_existing_run(store, rubric_version, new_run):
     first = new_run(store, rubric_version["id"], batch_id="b1", input_index=0)
-    store.runs.finish(first, status="satisfied")
+    store.runs.finish(first, RunEnd(status="satisfied"))
     again = new_run(store, rubric_version["id"], batch_id="b1", input_index=0, input="other")
     assert again == first
     assert store.runs.get(first)["status"] == "satisfied"  # untouched
@@ -710,7 +722,7 @@ def test_finished_inputs_are_the_batch_runs_that_ended(store, rubric_version, ne
     for index, status in enumerate(statuses):
         run_id = new_run(store, rubric_version["id"], batch_id="b", input_index=index)
         if status is not None:
-            store.runs.finish(run_id, status=status)
+            store.runs.finish(run_id, RunEnd(status=status))
     new_run(store, rubric_version["id"], batch_id="elsewhere", input_index=2)
     assert store.runs.finished_inputs("b") == {0, 1, 4}
     assert store.runs.finished_inputs("nothing") == set()

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from rubric_core.store import Store
+from rubric_core.store import NewRun, Store
 
 RUBRIC_TEXT = "- has a title\n- cites a source\n- under 200 words"
 """A three-criterion rubric most store tests use."""
@@ -73,4 +73,5 @@ def new_run(store: Store, version_id: int, **overrides: Any) -> int:
         "agent_kind": "basic",
     }
     fields.update(overrides)
-    return store.runs.create(**fields)
+    durable = fields.pop("durable", True)
+    return store.runs.create(NewRun(**fields), durable=durable)

@@ -13,7 +13,7 @@ from rubric_core.batch import summary_for_batch
 from rubric_core.rubric import validate_rubric
 from rubric_core.runs import RunSpec, SpecError
 from rubric_core.schema import RUN_STATUS_DESCRIPTIONS, RUN_STATUSES
-from rubric_core.store import RunFilters, Store
+from rubric_core.store import RunEnd, RunFilters, Store
 from rubric_core.ui import (
     RUBRIC_TEMPLATES,
     InputError,
@@ -338,7 +338,7 @@ def test_batch_summary_rates_finished_runs_only(
             store.passes.record(run_id, make_evaluation(iteration=iteration))
         if status != "running":
             store.runs.finish(
-                run_id, status=status, error="timeout" if status != "satisfied" else None
+                run_id, RunEnd(status=status, error="timeout" if status != "satisfied" else None)
             )
     summary = summary_for_batch(store, "b1")
     assert summary.total - summary.by_status["running"] == 3 and summary.by_status["running"] == 1
@@ -403,7 +403,7 @@ def test_data_version_moves_with_new_runs_and_passes(
     assert empty == (0, 0)
     assert after_run[0] > empty[0]
     assert after_pass[1] > after_run[1]
-    store.runs.finish(run_id, status="needs_revision")
+    store.runs.finish(run_id, RunEnd(status="needs_revision"))
     assert data_version(store) == after_pass
 
 
@@ -416,7 +416,7 @@ def test_preview_rows_takes_the_first_rows_with_filters(
     for _ in range(3):
         run_id = new_run(store, rubric_version["id"])
         store.passes.record(run_id, make_evaluation())
-        store.runs.finish(run_id, status="needs_revision")
+        store.runs.finish(run_id, RunEnd(status="needs_revision"))
     rows = preview_rows(store, "criteria", RunFilters(rubric="article"), limit=4)
     assert len(rows) == 4
     assert {"run_id", "criterion", "passed", "gap"} <= set(rows[0])
@@ -431,7 +431,7 @@ def test_export_bytes_gives_the_whole_file(
 ) -> None:
     run_id = new_run(store, rubric_version["id"])
     store.passes.record(run_id, make_evaluation())
-    store.runs.finish(run_id, status="needs_revision")
+    store.runs.finish(run_id, RunEnd(status="needs_revision"))
     data = export_bytes(store, "csv", "criteria", RunFilters(rubric="article"))
     lines = data.decode("utf-8").splitlines()
     assert lines[0].startswith("run_id,rubric,rubric_version")
@@ -444,7 +444,7 @@ def test_batch_progress_counts_finished_runs(
     store: Store, rubric_version: dict, new_run: Callable[..., int]
 ) -> None:
     done = new_run(store, rubric_version["id"], batch_id="b1")
-    store.runs.finish(done, status="satisfied")
+    store.runs.finish(done, RunEnd(status="satisfied"))
     new_run(store, rubric_version["id"], batch_id="b1")
     assert batch_progress(store, "b1") == (1, 2)
 

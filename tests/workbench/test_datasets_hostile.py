@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from rubric_core.cli import cli
 from rubric_core.runs.spec import SpecError, check_input
-from rubric_core.store import Store
+from rubric_core.store import NewRun, Store
 from rubric_core.workbench.datasets import DatasetError, load_graded_upload, load_upload
 
 RUBRIC = "- Fewer than 40 words {words < 40}\n- Exactly two sentences {sentences == 2}\n"
@@ -175,7 +175,7 @@ def test_a_huge_explanation_and_gap_are_cut_and_marked(tmp_path):
 
     with Store(tmp_path / "s.db") as store:
         version = store.rubrics.save_version("r", "- a\n")
-        run = store.runs.create(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic")  # fmt: skip
+        run = store.runs.create(NewRun(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic"))  # fmt: skip
         store.passes.record(
             run,
             {
@@ -235,7 +235,7 @@ def test_a_panel_judges_huge_explanation_is_cut_too(tmp_path):
     with Store(tmp_path / "s.db") as store:
         version = store.rubrics.save_version("r", "- a\n", note="n" * 100_000)
         assert len(version["note"]) <= 2_000
-        run = store.runs.create(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic")  # fmt: skip
+        run = store.runs.create(NewRun(rubric_version_id=version["id"], input="q", agent_model="m", grader_model="g", max_iterations=1, agent_kind="basic"))  # fmt: skip
         judge = {
             "judge": "j",
             "result": "needs_revision",

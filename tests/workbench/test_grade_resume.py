@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from rubric_core.cli import cli
-from rubric_core.store import Store
+from rubric_core.store import RunEnd, Store
 from tests.support.jobs import grade_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def test_resume_on_a_graded_run_points_to_grade_resume(tmp_path):
         store.rubrics.save_version("bottle", RUBRIC)
         summary = grade_path(store, str(data), rubric="bottle", grader_model="replay:satisfied_first_try")  # fmt: skip
         run_id = summary["run_ids"][0]
-        store.runs.finish(run_id, status="interrupted")
+        store.runs.finish(run_id, RunEnd(status="interrupted"))
     result = CliRunner().invoke(cli, ["resume", str(run_id), "--db", str(db)])
     assert result.exit_code == 2, result.output
     assert "grade-only run" in result.output and f"--resume {summary['batch_id']}" in result.output

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from rubric_core import Judges, PassPipeline
 from rubric_core.export import iter_rows
 from rubric_core.providers.replay import ReplayChatModel, tool_call_turn, verdict_turn
-from rubric_core.store import Store
+from rubric_core.store import NewRun, Store
 
 RUBRIC = "- [3] has a title\n- Three lines {lines == 3}"
 THREE_LINES = "Title\nline two\nline three"
@@ -113,8 +113,8 @@ def test_insufficient_evidence_counts_as_not_passed_in_the_score(tmp_path):
     with Store(tmp_path / "s.db") as store:
         version = store.rubrics.save_version("essay", RUBRIC)
         run_id = store.runs.create(
-            rubric_version_id=version["id"], input="q", agent_model="",
-            grader_model="replay:x", max_iterations=1, agent_kind="graded",
+            NewRun(rubric_version_id=version["id"], input="q", agent_model="",
+            grader_model="replay:x", max_iterations=1, agent_kind="graded"),
         )  # fmt: skip
         store.passes.record(run_id, evaluation)
         [stored] = store.passes.of_run(run_id)

@@ -7,6 +7,7 @@ import json
 import logging
 import socket
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rubric_core.limits import MAX_ERROR_CHARS, cut_text
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from rubric_core.store.queries.rubrics import Rubrics
     from rubric_core.store.sqlbase import SQLBackend, Tx
 
-__all__ = ["Runs", "mark_interrupted"]
+__all__ = ["NewRun", "RunEnd", "Runs", "mark_interrupted"]
 
 _log = logging.getLogger(__name__)
 
@@ -155,6 +156,46 @@ def _mark_experiments_interrupted(tx: Tx, host: str, where: str) -> None:
         _log.info("marked %d experiment(s) interrupted in %s", len(dead), where)
 
 
+@dataclass(frozen=True)
+class NewRun:
+    """A run's row as `store.runs.create` records it: what the loop was asked to do.
+
+    `batch_id` with `input_index` (the input's 0-based position) keys a batch input's run;
+    `keep` is the run's `RubricMiddleware(keep=...)`. `store.runs.create` checks every field.
+    """
+
+    rubric_version_id: int
+    input: str
+    agent_model: str
+    grader_model: str
+    max_iterations: int
+    agent_kind: str
+    grader_tools: Sequence[str] = ()
+    agent_system_prompt: str | None = None
+    grader_system_prompt: str | None = None
+    thread_id: str | None = None
+    batch_id: str | None = None
+    input_index: int | None = None
+    keep: str = "last"
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ended, as `store.runs.finish` records it (which checks every field)."""
+
+    status: str
+    final_output: str = ""
+    error: str | None = None
+    agent_input_tokens: int = 0
+    agent_output_tokens: int = 0
+    best_iteration: int | None = None
+    """Zero-based pass whose draft a `keep="best"` run handed back."""
+    score: float | None = None
+    """That draft's score; replaces the latest pass's score the run carried."""
+    transcript: Sequence[BaseMessage | Mapping[str, Any]] | None = None
+    """When given, replaces the stored transcript in the same transaction."""
+
+
 class Runs:
     """`Store.runs`: a run's row and transcript, the run filters, batches."""
 
@@ -167,24 +208,7 @@ class Runs:
 
     # --- writes -------------------------------------------------------------------------
 
-    def create(
-        self,
-        *,
-        rubric_version_id: int,
-        input: str,
-        agent_model: str,
-        grader_model: str,
-        grader_tools: Sequence[str] = (),
-        max_iterations: int,
-        agent_kind: str,
-        agent_system_prompt: str | None = None,
-        grader_system_prompt: str | None = None,
-        thread_id: str | None = None,
-        batch_id: str | None = None,
-        input_index: int | None = None,
-        keep: str = "last",
-        durable: bool = True,
-    ) -> int:
+    def create(self, run: NewRun, *, durable: bool = True) -> int:
         """Record a new run with status `running`, owned by this process; returns its id.
 
         With both `batch_id` and `input_index` (the input's 0-based position in the
@@ -198,6 +222,18 @@ class Runs:
         Raises:
             StoreError: A field is invalid or the rubric version does not exist.
         """
+        if not isinstance(run, NewRun):
+            msg = f"runs.create takes a NewRun, got {type(run).__name__}"
+            raise StoreError(msg, kind="invalid")
+        rubric_version_id, input, agent_model = run.rubric_version_id, run.input, run.agent_model
+        grader_model, grader_tools, agent_kind = run.grader_model, run.grader_tools, run.agent_kind
+        batch_id, input_index, keep = run.batch_id, run.input_index, run.keep
+        max_iterations = run.max_iterations
+        agent_system_prompt, grader_system_prompt = (
+            run.agent_system_prompt,
+            run.grader_system_prompt,
+        )
+        thread_id = run.thread_id
         require_int(rubric_version_id, "rubric_version_id")
         require_text(input, "input")
         require_text(agent_model, "agent_model", allow_empty=agent_kind == GRADED_KIND)
@@ -282,19 +318,7 @@ class Runs:
 
         self._backend.write(job)
 
-    def finish(
-        self,
-        run_id: int,
-        *,
-        status: str,
-        final_output: str = "",
-        error: str | None = None,
-        agent_input_tokens: int = 0,
-        agent_output_tokens: int = 0,
-        best_iteration: int | None = None,
-        score: float | None = None,
-        transcript: Sequence[BaseMessage | Mapping[str, Any]] | None = None,
-    ) -> None:
+    def finish(self, run_id: int, end: RunEnd) -> None:
         """Close a run with its final status, output and agent token usage.
 
         `best_iteration` (zero-based) is the pass whose draft a `keep="best"` run handed
@@ -307,6 +331,17 @@ class Runs:
             StoreError: Unknown run, a status that is not a final one, or a transcript
                 that is not a list of messages.
         """
+        if not isinstance(end, RunEnd):
+            msg = f"runs.finish takes a RunEnd, got {type(end).__name__}"
+            raise StoreError(msg, kind="invalid")
+        status, final_output, error, transcript = (
+            end.status,
+            end.final_output,
+            end.error,
+            end.transcript,
+        )
+        agent_input_tokens, agent_output_tokens = end.agent_input_tokens, end.agent_output_tokens
+        best_iteration, score = end.best_iteration, end.score
         run_id = require_int(run_id, "run_id")
         rows = None if transcript is None else _transcript_rows(run_id, transcript)
         if status not in _FINAL_STATUSES:
