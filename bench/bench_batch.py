@@ -56,9 +56,9 @@ from floor import build_floor, floor_worker
 
 from rubric_core.batch import Job, RunInputs, run_batch
 from rubric_core.batch.processes import _context as _process_context
-from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, run_once
 from rubric_core.store import Store
+from tests.support.store import replay_template
 
 _SCENARIO = "needs_revision_then_satisfied"
 """Two agent turns and two grader verdicts per run: four model calls, two grading passes."""
@@ -161,16 +161,7 @@ def _collect(stats_dir: Path) -> dict[str, float]:
 
 
 def _template(store: Store, latency_s: float) -> RunSpec:
-    scenario = load_scenario(_SCENARIO)
-    version_id = store.rubrics.save_version("bench", scenario["rubric"])["id"]
-    model = f"replay:{_SCENARIO}?latency_s={latency_s}"
-    return RunSpec(
-        rubric_version_id=version_id,
-        input=scenario["input"],
-        agent_model=model,
-        grader_model=model,
-        max_iterations=scenario["max_iterations"],
-    )
+    return replay_template(store, _SCENARIO, latency_s=latency_s, rubric="bench")
 
 
 def _sequential(run: Callable[[int], None], runs: int) -> tuple[float, float]:

@@ -23,9 +23,9 @@ from urllib.parse import urlsplit, urlunsplit
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rubric_core.batch import Job, RunInputs, run_batch
-from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec, run_once
 from rubric_core.store import Store
+from tests.support.store import replay_template
 
 _SCENARIO = "needs_revision_then_satisfied"
 """Two agent turns and two grader verdicts per run: four model calls, two grading passes."""
@@ -54,16 +54,7 @@ def _drop_database(server_url: str, name: str) -> None:
 
 
 def _template(store: Store, latency_s: float) -> RunSpec:
-    scenario = load_scenario(_SCENARIO)
-    version_id = store.rubrics.save_version("bench", scenario["rubric"])["id"]
-    model = f"replay:{_SCENARIO}?latency_s={latency_s}"
-    return RunSpec(
-        rubric_version_id=version_id,
-        input=scenario["input"],
-        agent_model=model,
-        grader_model=model,
-        max_iterations=scenario["max_iterations"],
-    )
+    return replay_template(store, _SCENARIO, latency_s=latency_s, rubric="bench")
 
 
 def _timed(store: Store, template: RunSpec, inputs: list[str], **kwargs: object) -> float:

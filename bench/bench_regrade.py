@@ -15,10 +15,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rubric_core.batch import Grader, Job, RegradePasses, RunInputs, run_batch
-from rubric_core.providers import load_scenario
 from rubric_core.runs import RunSpec
 from rubric_core.store import Store
 from rubric_core.workbench.regrade import regrade
+from tests.support.store import replay_template
 
 _SCENARIO = "needs_revision_then_satisfied"
 """Two agent turns and two grader verdicts per run: two stored passes per run."""
@@ -27,16 +27,7 @@ _RESULTS = Path(__file__).resolve().parent / "results" / "regrade.md"
 
 
 def _template(store: Store, latency_s: float) -> RunSpec:
-    scenario = load_scenario(_SCENARIO)
-    version_id = store.rubrics.save_version("bench", scenario["rubric"])["id"]
-    model = f"replay:{_SCENARIO}?latency_s={latency_s}"
-    return RunSpec(
-        rubric_version_id=version_id,
-        input=scenario["input"],
-        agent_model=model,
-        grader_model=model,
-        max_iterations=scenario["max_iterations"],
-    )
+    return replay_template(store, _SCENARIO, latency_s=latency_s, rubric="bench")
 
 
 def _loop(

@@ -26,6 +26,7 @@ from rubric_core.runs import RunSpec, SpecError
 from rubric_core.store import Store
 from tests.support.jobs import batch_of
 from tests.support.pages import APP as _APP
+from tests.support.store import replay_template
 
 _SCENARIO = "needs_revision_then_satisfied"
 """Two agent turns, two verdicts: each run stores exactly two grading passes."""
@@ -36,16 +37,7 @@ _BATCH_TIMEOUT_S = 300
 
 
 def _template(store: Store, latency_s: float) -> RunSpec:
-    scenario = load_scenario(_SCENARIO)
-    version_id = store.rubrics.save_version("ray-batch", scenario["rubric"])["id"]
-    model = f"replay:{_SCENARIO}?latency_s={latency_s}"
-    return RunSpec(
-        rubric_version_id=version_id,
-        input=scenario["input"],
-        agent_model=model,
-        grader_model=model,
-        max_iterations=scenario["max_iterations"],
-    )
+    return replay_template(store, _SCENARIO, latency_s=latency_s, rubric="ray-batch")
 
 
 def _inputs(n: int = _INPUTS) -> list[str]:

@@ -10,11 +10,12 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from rubric_core.batch import BatchSummary, summary_for_batch
-from rubric_core.providers import ReplayChatModel, load_scenario, verdict_turn
+from rubric_core.providers import ReplayChatModel, verdict_turn
 from rubric_core.runs import RunSpec, SpecError
 from rubric_core.store import NewRun, RunEnd
 from rubric_core.workbench import DatasetError, load_dataset
 from tests.support.jobs import batch_of
+from tests.support.store import replay_template
 
 RUBRIC = "- has a title\n- cites a source"
 TITLE_OK = ("has a title", True)
@@ -23,17 +24,7 @@ SOURCE_OK = ("cites a source", True)
 
 
 def _scenario_template(store, name: str) -> RunSpec:
-    scenario = load_scenario(name)
-    version_id = store.rubrics.save_version(f"scenario-{name}", scenario["rubric"])["id"]
-    return RunSpec(
-        rubric_version_id=version_id,
-        input=scenario["input"],
-        agent_model=f"replay:{name}",
-        grader_model=f"replay:{name}",
-        grader_tools=tuple(scenario["grader_tools"]),
-        max_iterations=scenario["max_iterations"],
-        agent_kind=scenario["agent_kind"],
-    )
+    return replay_template(store, name)
 
 
 def _template(store, **overrides: Any) -> RunSpec:

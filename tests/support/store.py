@@ -11,6 +11,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from rubric_core.providers import load_scenario
+from rubric_core.runs import RunSpec
 from rubric_core.store import NewRun, Store
 
 RUBRIC_TEXT = "- has a title\n- cites a source\n- under 200 words"
@@ -75,3 +77,23 @@ def new_run(store: Store, version_id: int, **overrides: Any) -> int:
     fields.update(overrides)
     durable = fields.pop("durable", True)
     return store.runs.create(NewRun(**fields), durable=durable)
+
+
+def replay_template(
+    store: Store, scenario: str, *, latency_s: float = 0.0, rubric: str | None = None
+) -> RunSpec:
+    """A batch template of a bundled replay scenario (scripted turns, not a language
+    model), its rubric saved as `rubric` (default `scenario-<name>`), each model call
+    taking `latency_s`; the scenario's own input, tools, agent kind and iteration cap."""
+    spec = load_scenario(scenario)
+    version_id = store.rubrics.save_version(rubric or f"scenario-{scenario}", spec["rubric"])["id"]
+    model = f"replay:{scenario}" + (f"?latency_s={latency_s:g}" if latency_s else "")
+    return RunSpec(
+        rubric_version_id=version_id,
+        input=spec["input"],
+        agent_model=model,
+        grader_model=model,
+        grader_tools=tuple(spec["grader_tools"]),
+        max_iterations=spec["max_iterations"],
+        agent_kind=spec["agent_kind"],
+    )

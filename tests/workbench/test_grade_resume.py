@@ -21,13 +21,14 @@ RUBRIC = "- Exactly two sentences\n- Fewer than 40 words\n- Says the bottle keep
 ROWS = 12
 KILLED_AT = 6  # the grader model of row 7 is never made: the process dies first
 
-_KILL = textwrap.dedent(
+_KILLING_GRADER = textwrap.dedent(
     """
     import os, signal, sys
     from rubric_core.providers import resolve_model
     from rubric_core.store import Store
-    from rubric_core.batch import Grader
+    from rubric_core.batch import Grader, Job, RegradePasses
     from rubric_core.workbench.grade import grade_file
+    from rubric_core.workbench.regrade import regrade
 
     made = [0]
 
@@ -39,10 +40,16 @@ _KILL = textwrap.dedent(
 
     store = Store(sys.argv[1])
     grader = Grader("replay:satisfied_first_try", factory=make)
+    """
+).replace("KILLED_AT", str(KILLED_AT))
+"""A child's store and a grader whose factory SIGKILLs the process at its KILLED_AT-th model."""
+
+_KILL = _KILLING_GRADER + textwrap.dedent(
+    """
     grade_file(store, sys.argv[2], rubric="bottle", grader=grader, concurrency=1,
                batch_id="graded-killed")
     """
-).replace("KILLED_AT", str(KILLED_AT))
+)
 
 
 def _dataset(tmp_path: Path) -> Path:
@@ -109,27 +116,11 @@ def test_resume_on_a_graded_run_points_to_grade_resume(tmp_path):
     assert again.exit_code == 2 and "no batch 'graded-nope' to resume" in again.output
 
 
-_KILL_REGRADE = textwrap.dedent(
+_KILL_REGRADE = _KILLING_GRADER + textwrap.dedent(
     """
-    import os, signal, sys
-    from rubric_core.providers import resolve_model
-    from rubric_core.store import Store
-    from rubric_core.batch import Grader, Job, RegradePasses
-    from rubric_core.workbench.regrade import regrade
-
-    made = [0]
-
-    def make():
-        if made[0] == KILLED_AT:
-            os.kill(os.getpid(), signal.SIGKILL)
-        made[0] += 1
-        return resolve_model("replay:satisfied_first_try", role="grader")
-
-    store = Store(sys.argv[1])
-    grader = Grader("replay:satisfied_first_try", factory=make)
     regrade(store, Job(RegradePasses(grader, batch_id=sys.argv[2]), concurrency=1))
     """
-).replace("KILLED_AT", str(KILLED_AT))
+)
 
 
 @pytest.mark.both_backends
